@@ -12,3 +12,11 @@ pub mod duration;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use duration::{GoDuration, ParseDurationError};
+pub mod feature_gates;
+pub mod hpa;
+pub mod options;
+pub mod strconv;
+
+pub use feature_gates::{Feature, FeatureGates};
+pub use hpa::HpaControllerConfiguration;
+pub use options::{FlagError, Options, Parsed};

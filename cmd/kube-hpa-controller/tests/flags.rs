@@ -1,0 +1,97 @@
+//! Runs the built binary the way an operator does: bad flags exit 2 with one line naming the
+//! flag; `--help` and `--version` exit 0; valid flags are accepted, and until the controller
+//! exists the binary says so and exits non-zero.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn bad_values_exit_2_with_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--horizontal-pod-autoscaler-tolerance=abc"],
+            r#"Error: invalid argument "abc" for "--horizontal-pod-autoscaler-tolerance" flag: strconv.ParseFloat: parsing "abc": invalid syntax"#,
+        ),
+        (
+            &["--concurrent-horizontal-pod-autoscaler-syncs=0"],
+            "Error: concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got 0",
+        ),
+        (
+            &["--horizontal-pod-autoscaler-sync-period=15"],
+            r#"Error: invalid argument "15" for "--horizontal-pod-autoscaler-sync-period" flag: time: missing unit in duration "15""#,
+        ),
+        (
+            &[
+                "--leader-elect-renew-deadline=20s",
+                "--leader-elect-lease-duration=15s",
+            ],
+            "Error: --leader-elect-renew-deadline: leaseDuration must be greater than renewDeadline (lease duration 15s, renew deadline 20s)",
+        ),
+        (
+            &["--feature-gates=Nope=true"],
+            r#"Error: invalid argument "Nope=true" for "--feature-gates" flag: unrecognized feature gate: Nope"#,
+        ),
+        (
+            &["--controllers=*,-garbagecollector"],
+            r#"Error: --controllers: "garbagecollector" is not in the list of known controllers"#,
+        ),
+        (&["--no-such-flag"], "Error: unknown flag: --no-such-flag"),
+    ];
+    for (args, want) in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "exit status for {args:?}");
+        assert_eq!(stderr(&o), format!("{want}\n"), "stderr for {args:?}");
+        assert!(o.stdout.is_empty(), "nothing on stdout for {args:?}");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("--horizontal-pod-autoscaler-sync-period <duration>"));
+    assert!(help.contains("[default: 5m0s]"));
+    let o = run(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("kube-hpa-controller {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn deprecated_flag_is_accepted_and_announced_once() {
+    let o = run(&[
+        "--horizontal-pod-autoscaler-upscale-delay=1m",
+        "--horizontal-pod-autoscaler-upscale-delay=2m",
+    ]);
+    let err = stderr(&o);
+    let notice = "Flag --horizontal-pod-autoscaler-upscale-delay has been deprecated, This flag is currently no-op and will be deleted.";
+    assert_eq!(err.matches(notice).count(), 1, "{err}");
+    assert_ne!(
+        o.status.code(),
+        Some(2),
+        "a deprecated flag is not an error"
+    );
+}
+
+#[test]
+fn valid_flags_say_the_controller_is_not_built_yet() {
+    let o = run(&["--leader-elect=false", "--controllers=*"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "kube-hpa-controller: flags are valid, but the controller is not built yet; nothing to run\n"
+    );
+}

@@ -1,0 +1,917 @@
+//! The command line: kube-controller-manager's flags that concern the HPA controller.
+//!
+//! Mirrors `cmd/kube-controller-manager/app/options/hpacontroller.go` (HPA flags),
+//! `staging/src/k8s.io/controller-manager/options/generic.go` (`--controllers`, client
+//! settings), component-base's leader-election options, and the apiserver secure-serving,
+//! authentication and authorization options that KCM embeds. Names, defaults, help texts and
+//! error words follow upstream so that an operator can move a KCM command line over as is.
+//! Values parse with Go's rules ([`crate::strconv`], [`GoDuration`]); errors come out as
+//! one line in pflag's words (`invalid argument "abc" for "--flag" flag: ...`).
+
+use std::collections::BTreeMap;
+use std::error::Error as _;
+use std::ffi::OsString;
+use std::net::IpAddr;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::parser::ValueSource;
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser};
+
+use crate::duration::GoDuration;
+use crate::feature_gates::{Feature, FeatureGateError, FeatureGates};
+use crate::hpa::HpaControllerConfiguration;
+use crate::strconv::{StrconvError, parse_bool, parse_float, parse_int};
+
+/// The controller's name in `--controllers`, as `names.HorizontalPodAutoscalerController`.
+pub const CONTROLLER_NAME: &str = "horizontal-pod-autoscaler-controller";
+/// The alias KCM registers for it in `autoscaling.go`.
+pub const CONTROLLER_ALIAS: &str = "horizontalpodautoscaling";
+/// Default Lease name. Not KCM's `kube-controller-manager`: this process must not contend
+/// for the lease that guards KCM's other controllers (see README).
+pub const DEFAULT_LEASE_NAME: &str = "kube-hpa-controller";
+/// pflag's deprecation notice for the two no-op delay flags.
+pub const DELAY_FLAG_DEPRECATION: &str = "This flag is currently no-op and will be deleted.";
+
+fn go_bool(s: &str) -> Result<bool, StrconvError> {
+    parse_bool(s)
+}
+fn go_int32(s: &str) -> Result<i32, StrconvError> {
+    // parse_int(.., 32) guarantees the range.
+    parse_int(s, 32).map(|v| v as i32)
+}
+fn go_int(s: &str) -> Result<i64, StrconvError> {
+    parse_int(s, 64)
+}
+fn go_float64(s: &str) -> Result<f64, StrconvError> {
+    parse_float(s)
+}
+fn go_float32(s: &str) -> Result<f32, StrconvError> {
+    let v = parse_float(s)?;
+    if v.is_finite() && (v as f32).is_infinite() {
+        // ParseFloat(s, 32) reports out of range; reuse the 64-bit message shape.
+        return parse_float(&format!("{s}e400")).map(|_| f32::INFINITY);
+    }
+    Ok(v as f32)
+}
+fn go_duration(s: &str) -> Result<GoDuration, crate::duration::ParseDurationError> {
+    s.parse()
+}
+fn go_ip(s: &str) -> Result<IpAddr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("failed to parse IP: {s:?}"))
+}
+fn feature_gate_value(s: &str) -> Result<FeatureGates, FeatureGateError> {
+    FeatureGates::parse(s)
+}
+
+/// `Horizontalpodautoscaling controller flags`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Horizontalpodautoscaling controller flags")]
+pub struct HpaFlags {
+    /// The number of horizontal pod autoscaler objects that are allowed to sync concurrently. Larger number = more responsive horizontal pod autoscaler objects processing, but more CPU (and network) load.
+    #[arg(verbatim_doc_comment, long = "concurrent-horizontal-pod-autoscaler-syncs", value_name = "int32", default_value = "5", value_parser = go_int32)]
+    pub concurrent_syncs: i32,
+    /// The period for which autoscaler will look backwards and not scale down below any recommendation it made during that period.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-downscale-stabilization", value_name = "duration", default_value = "5m0s", value_parser = go_duration)]
+    pub downscale_stabilization: GoDuration,
+    /// The period after pod start when CPU samples might be skipped.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-cpu-initialization-period", value_name = "duration", default_value = "5m0s", value_parser = go_duration)]
+    pub cpu_initialization_period: GoDuration,
+    /// The period after pod start during which readiness changes will be treated as initial readiness.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-initial-readiness-delay", value_name = "duration", default_value = "30s", value_parser = go_duration)]
+    pub initial_readiness_delay: GoDuration,
+    /// The period for syncing the number of pods in horizontal pod autoscaler.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-sync-period", value_name = "duration", default_value = "15s", value_parser = go_duration)]
+    pub sync_period: GoDuration,
+    /// The minimum change (from 1.0) in the desired-to-actual metrics ratio for the horizontal pod autoscaler to consider scaling.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-tolerance", value_name = "float", default_value = "0.1", value_parser = go_float64)]
+    pub tolerance: f64,
+    /// (DEPRECATED: This flag is currently no-op and will be deleted.) The period since last upscale, before another upscale can be performed in horizontal pod autoscaler.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-upscale-delay", value_name = "duration", default_value = "3m0s", value_parser = go_duration)]
+    pub upscale_delay: GoDuration,
+    /// (DEPRECATED: This flag is currently no-op and will be deleted.) The period since last downscale, before another downscale can be performed in horizontal pod autoscaler.
+    #[arg(verbatim_doc_comment, long = "horizontal-pod-autoscaler-downscale-delay", value_name = "duration", default_value = "5m0s", value_parser = go_duration)]
+    pub downscale_delay: GoDuration,
+}
+
+/// `Generic flags`: controllers, client settings, feature gates.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Generic flags")]
+pub struct GenericFlags {
+    /// A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.
+    /// All controllers: horizontal-pod-autoscaler-controller (alias horizontalpodautoscaling)
+    #[arg(
+        verbatim_doc_comment,
+        long = "controllers",
+        value_name = "strings",
+        value_delimiter = ',',
+        default_value = "*"
+    )]
+    pub controllers: Vec<String>,
+    /// See the feature gate list below; filled in by [`Options::command`].
+    #[arg(verbatim_doc_comment, long = "feature-gates", value_name = "mapStringBool", action = ArgAction::Append, value_parser = feature_gate_value)]
+    pub feature_gates: Vec<FeatureGates>,
+    /// Burst to use while talking with kubernetes apiserver.
+    #[arg(verbatim_doc_comment, long = "kube-api-burst", value_name = "int32", default_value = "30", value_parser = go_int32)]
+    pub kube_api_burst: i32,
+    /// Content type of requests sent to apiserver.
+    #[arg(
+        verbatim_doc_comment,
+        long = "kube-api-content-type",
+        value_name = "string",
+        default_value = "application/vnd.kubernetes.protobuf"
+    )]
+    pub kube_api_content_type: String,
+    /// QPS to use while talking with kubernetes apiserver.
+    #[arg(verbatim_doc_comment, long = "kube-api-qps", value_name = "float32", default_value = "20", value_parser = go_float32)]
+    pub kube_api_qps: f32,
+}
+
+/// Leader election flags (component-base `BindLeaderElectionFlags`), in `Generic flags`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Generic flags")]
+pub struct LeaderElectionFlags {
+    /// Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability.
+    #[arg(verbatim_doc_comment, long = "leader-elect", value_name = "true|false", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub leader_elect: bool,
+    /// The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long = "leader-elect-lease-duration", value_name = "duration", default_value = "15s", value_parser = go_duration)]
+    pub lease_duration: GoDuration,
+    /// The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long = "leader-elect-renew-deadline", value_name = "duration", default_value = "10s", value_parser = go_duration)]
+    pub renew_deadline: GoDuration,
+    /// The type of resource object that is used for locking during leader election. Supported options are 'leases'.
+    #[arg(
+        verbatim_doc_comment,
+        long = "leader-elect-resource-lock",
+        value_name = "string",
+        default_value = "leases"
+    )]
+    pub resource_lock: String,
+    /// The name of resource object that is used for locking during leader election.
+    #[arg(verbatim_doc_comment, long = "leader-elect-resource-name", value_name = "string", default_value = DEFAULT_LEASE_NAME)]
+    pub resource_name: String,
+    /// The namespace of resource object that is used for locking during leader election.
+    #[arg(
+        verbatim_doc_comment,
+        long = "leader-elect-resource-namespace",
+        value_name = "string",
+        default_value = "kube-system"
+    )]
+    pub resource_namespace: String,
+    /// The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long = "leader-elect-retry-period", value_name = "duration", default_value = "2s", value_parser = go_duration)]
+    pub retry_period: GoDuration,
+}
+
+/// `Secure serving flags` (apiserver `SecureServingOptions`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Secure serving flags")]
+pub struct ServingFlags {
+    /// The IP address on which to listen for the --secure-port port. The associated interface(s) must be reachable by the rest of the cluster, and by CLI/web clients. If blank or an unspecified address (0.0.0.0 or ::), all interfaces and IP address families will be used.
+    #[arg(verbatim_doc_comment, long = "bind-address", value_name = "ip", default_value = "0.0.0.0", value_parser = go_ip)]
+    pub bind_address: IpAddr,
+    /// The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.
+    #[arg(
+        verbatim_doc_comment,
+        long = "cert-dir",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub cert_dir: String,
+    /// The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.
+    #[arg(verbatim_doc_comment, long = "secure-port", value_name = "int", default_value = "10257", value_parser = go_int)]
+    pub secure_port: i64,
+    /// File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert). If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory specified by --cert-dir.
+    #[arg(
+        verbatim_doc_comment,
+        long = "tls-cert-file",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub tls_cert_file: String,
+    /// File containing the default x509 private key matching --tls-cert-file.
+    #[arg(
+        verbatim_doc_comment,
+        long = "tls-private-key-file",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub tls_private_key_file: String,
+}
+
+/// `Authentication flags` and `Authorization flags` (apiserver delegating options).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Authentication and authorization flags")]
+pub struct AuthFlags {
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. This is optional. If empty, all token requests are considered to be anonymous and no client CA is looked up in the cluster.
+    #[arg(
+        verbatim_doc_comment,
+        long = "authentication-kubeconfig",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub authentication_kubeconfig: String,
+    /// A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server.
+    #[arg(
+        verbatim_doc_comment,
+        long = "authorization-always-allow-paths",
+        value_name = "strings",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. This is optional. If empty, all requests not skipped by authorization are forbidden.
+    #[arg(
+        verbatim_doc_comment,
+        long = "authorization-kubeconfig",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub authorization_kubeconfig: String,
+}
+
+/// `Logs flags` (component-base logs options and klog's `-v`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Logs flags")]
+pub struct LoggingFlags {
+    /// Sets the log format. Permitted formats: "json", "text".
+    #[arg(
+        verbatim_doc_comment,
+        long = "logging-format",
+        value_name = "string",
+        default_value = "text"
+    )]
+    pub logging_format: String,
+    /// number for the log level verbosity
+    #[arg(verbatim_doc_comment, short = 'v', long = "v", value_name = "Level", default_value = "0", value_parser = go_int32)]
+    pub verbosity: i32,
+}
+
+/// `Misc flags`: where the API server is.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Misc flags")]
+pub struct MiscFlags {
+    /// Path to kubeconfig file with authorization and master location information.
+    #[arg(
+        verbatim_doc_comment,
+        long = "kubeconfig",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub kubeconfig: String,
+    /// The address of the Kubernetes API server (overrides any value in kubeconfig).
+    #[arg(
+        verbatim_doc_comment,
+        long = "master",
+        value_name = "string",
+        default_value = ""
+    )]
+    pub master: String,
+}
+
+/// Every flag of `kube-hpa-controller`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "kube-hpa-controller",
+    version,
+    about = "The Kubernetes horizontal pod autoscaler controller, run on its own instead of inside kube-controller-manager.",
+    long_about = "The Kubernetes horizontal pod autoscaler controller, run on its own instead of inside kube-controller-manager \
+(start kube-controller-manager with --controllers=*,-horizontalpodautoscaling). It takes kube-controller-manager's flags \
+for this controller, with the same names, defaults and meanings."
+)]
+pub struct Options {
+    /// HPA flags.
+    #[command(flatten)]
+    pub hpa: HpaFlags,
+    /// Controllers, client, feature gates.
+    #[command(flatten)]
+    pub generic: GenericFlags,
+    /// Leader election.
+    #[command(flatten)]
+    pub leader_election: LeaderElectionFlags,
+    /// Secure serving.
+    #[command(flatten)]
+    pub serving: ServingFlags,
+    /// Authentication and authorization of the serving endpoints.
+    #[command(flatten)]
+    pub auth: AuthFlags,
+    /// Logging.
+    #[command(flatten)]
+    pub logging: LoggingFlags,
+    /// API server location.
+    #[command(flatten)]
+    pub misc: MiscFlags,
+}
+
+/// Why parsing stopped: a request for help or the version (exit 0), or bad flags (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    /// `--help`: print the text to stdout, exit 0.
+    #[error("{0}")]
+    Help(String),
+    /// `--version`: print the text to stdout, exit 0.
+    #[error("{0}")]
+    Version(String),
+    /// A flag or value that cannot be used; one line naming the flag and the problem.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl FlagError {
+    /// The process exit status for this outcome.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FlagError::Help(_) | FlagError::Version(_) => 0,
+            FlagError::Invalid(_) => 2,
+        }
+    }
+}
+
+/// Parsed flags plus what parsing had to say (deprecation notices, printed once each).
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The options.
+    pub options: Options,
+    /// pflag-style notices, e.g. `Flag --x has been deprecated, ...`.
+    pub warnings: Vec<String>,
+}
+
+impl Options {
+    /// The clap command with the feature-gate list filled into its help.
+    pub fn command() -> clap::Command {
+        <Options as CommandFactory>::command()
+            // pflag: a repeated flag takes the last value.
+            .args_override_self(true)
+            .mut_arg("feature_gates", |a| a.help(FeatureGates::help()))
+    }
+
+    /// Parses a full argument vector (program name first) and validates it.
+    pub fn parse_args<I, T>(args: I) -> Result<Parsed, FlagError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let matches = Options::command()
+            .try_get_matches_from(args)
+            .map_err(|e| clap_error_line(&e))?;
+        let options = Options::from_arg_matches(&matches).map_err(|e| clap_error_line(&e))?;
+        let mut warnings = Vec::new();
+        for (id, flag) in [
+            ("upscale_delay", "horizontal-pod-autoscaler-upscale-delay"),
+            (
+                "downscale_delay",
+                "horizontal-pod-autoscaler-downscale-delay",
+            ),
+        ] {
+            if matches.value_source(id) == Some(ValueSource::CommandLine) {
+                warnings.push(format!(
+                    "Flag --{flag} has been deprecated, {DELAY_FLAG_DEPRECATION}"
+                ));
+            }
+        }
+        if let Some(first) = options.validate().into_iter().next() {
+            return Err(FlagError::Invalid(first));
+        }
+        Ok(Parsed { options, warnings })
+    }
+
+    /// Parses a scenario's `flags` map (names without `--`, values as on a command line).
+    pub fn from_flag_map(flags: &BTreeMap<String, String>) -> Result<Parsed, FlagError> {
+        let args = std::iter::once("kube-hpa-controller".to_string())
+            .chain(flags.iter().map(|(k, v)| format!("--{k}={v}")));
+        Options::parse_args(args)
+    }
+
+    /// Every validation error, each one line naming the flag, in upstream's words where
+    /// upstream has them. Upstream validates in `KubeControllerManagerOptions.Validate`
+    /// (HPA, generic, serving) and `leaderelection.NewLeaderElector` (timings).
+    pub fn validate(&self) -> Vec<String> {
+        let mut errs = self.hpa_configuration().validate();
+        let le = &self.leader_election;
+        if le.leader_elect {
+            if le.resource_lock != "leases" {
+                errs.push(format!(
+                    "--leader-elect-resource-lock: resourceLock value must be \"leases\", got {:?}",
+                    le.resource_lock
+                ));
+            }
+            if le.lease_duration <= le.renew_deadline {
+                errs.push(format!(
+                    "--leader-elect-renew-deadline: leaseDuration must be greater than renewDeadline (lease duration {}, renew deadline {})",
+                    le.lease_duration, le.renew_deadline
+                ));
+            }
+            // client-go's JitterFactor is 1.2.
+            if (le.renew_deadline.as_nanos() as f64) <= 1.2 * le.retry_period.as_nanos() as f64 {
+                errs.push(format!(
+                    "--leader-elect-retry-period: renewDeadline must be greater than retryPeriod*JitterFactor (renew deadline {}, retry period {})",
+                    le.renew_deadline, le.retry_period
+                ));
+            }
+            for (flag, d) in [
+                ("--leader-elect-lease-duration", le.lease_duration),
+                ("--leader-elect-renew-deadline", le.renew_deadline),
+                ("--leader-elect-retry-period", le.retry_period),
+            ] {
+                if d.as_nanos() < 1 {
+                    errs.push(format!("{flag}: must be greater than zero, got {d}"));
+                }
+            }
+        }
+        for name in &self.generic.controllers {
+            if name == "*" {
+                continue;
+            }
+            let bare = name.strip_prefix('-').unwrap_or(name);
+            if bare != CONTROLLER_NAME && bare != CONTROLLER_ALIAS {
+                errs.push(format!(
+                    "--controllers: {bare:?} is not in the list of known controllers"
+                ));
+            }
+        }
+        if !(0..=65535).contains(&self.serving.secure_port) {
+            errs.push(format!(
+                "--secure-port {} must be between 0 and 65535, inclusive. 0 for turning off secure port",
+                self.serving.secure_port
+            ));
+        }
+        if !matches!(self.logging.logging_format.as_str(), "text" | "json") {
+            errs.push(format!(
+                "--logging-format: format: Unsupported value: {:?}: supported values: \"json\", \"text\"",
+                self.logging.logging_format
+            ));
+        }
+        if self.serving.tls_cert_file.is_empty() != self.serving.tls_private_key_file.is_empty() {
+            errs.push(
+                "--tls-cert-file and --tls-private-key-file: both must be given, or neither"
+                    .to_string(),
+            );
+        }
+        errs
+    }
+
+    /// The HPA controller configuration these flags describe.
+    pub fn hpa_configuration(&self) -> HpaControllerConfiguration {
+        let h = &self.hpa;
+        HpaControllerConfiguration {
+            concurrent_syncs: h.concurrent_syncs,
+            sync_period: h.sync_period,
+            upscale_forbidden_window: h.upscale_delay,
+            downscale_forbidden_window: h.downscale_delay,
+            downscale_stabilization_window: h.downscale_stabilization,
+            tolerance: h.tolerance,
+            cpu_initialization_period: h.cpu_initialization_period,
+            initial_readiness_delay: h.initial_readiness_delay,
+        }
+    }
+
+    /// The effective feature gates: defaults, then every `--feature-gates` in order.
+    pub fn feature_gates(&self) -> FeatureGates {
+        let mut gates = FeatureGates::default();
+        for g in &self.generic.feature_gates {
+            gates.merge(g);
+        }
+        gates
+    }
+
+    /// Whether `feature` is on.
+    pub fn feature_enabled(&self, feature: Feature) -> bool {
+        self.feature_gates().enabled(feature)
+    }
+
+    /// Whether `--controllers` enables the HPA controller (KCM's `IsControllerEnabled`: an
+    /// explicit `-name` wins, then an explicit `name`, then `*` for on-by-default ones).
+    pub fn hpa_controller_enabled(&self) -> bool {
+        let names = &self.generic.controllers;
+        let is_ours = |n: &str| n == CONTROLLER_NAME || n == CONTROLLER_ALIAS;
+        if names
+            .iter()
+            .any(|n| n.strip_prefix('-').is_some_and(is_ours))
+        {
+            return false;
+        }
+        if names.iter().any(|n| is_ours(n)) {
+            return true;
+        }
+        names.iter().any(|n| n == "*")
+    }
+}
+
+/// Renders a clap error as the single line pflag/cobra would print (without `Error: `).
+fn clap_error_line(err: &clap::Error) -> FlagError {
+    let flag_of = |err: &clap::Error| -> String {
+        match err.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(s)) => s
+                .split([' ', '=', '['])
+                .find(|t| t.starts_with("--"))
+                .or_else(|| s.split([' ', ',', '=']).next())
+                .unwrap_or(s)
+                .to_string(),
+            _ => String::new(),
+        }
+    };
+    let value_of = |err: &clap::Error| -> String {
+        match err.get(ContextKind::InvalidValue) {
+            Some(ContextValue::String(s)) => s.clone(),
+            _ => String::new(),
+        }
+    };
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            FlagError::Help(err.render().to_string())
+        }
+        ErrorKind::DisplayVersion => FlagError::Version(err.render().to_string()),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            let flag = flag_of(err);
+            let value = value_of(err);
+            let cause = err
+                .source()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "invalid value".to_string());
+            if value.is_empty() && err.kind() == ErrorKind::InvalidValue {
+                FlagError::Invalid(format!("flag needs an argument: {flag}"))
+            } else {
+                FlagError::Invalid(format!(
+                    "invalid argument {value:?} for {flag:?} flag: {cause}"
+                ))
+            }
+        }
+        ErrorKind::UnknownArgument => {
+            let arg = flag_of(err);
+            if arg.starts_with("--") || arg.is_empty() {
+                FlagError::Invalid(format!("unknown flag: {arg}"))
+            } else {
+                let c = arg.trim_start_matches('-').chars().next().unwrap_or('?');
+                FlagError::Invalid(format!("unknown shorthand flag: '{c}' in {arg}"))
+            }
+        }
+        ErrorKind::NoEquals => FlagError::Invalid(format!(
+            "bad flag syntax: {} (a bool flag takes its value after '=')",
+            flag_of(err)
+        )),
+        _ => {
+            let rendered = err.render().to_string();
+            let line = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid flags")
+                .trim_start_matches("error: ")
+                .to_string();
+            FlagError::Invalid(line)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Parsed, FlagError> {
+        Options::parse_args(std::iter::once("kube-hpa-controller").chain(args.iter().copied()))
+    }
+
+    fn invalid(args: &[&str]) -> String {
+        match parse(args) {
+            Err(FlagError::Invalid(m)) => m,
+            other => panic!("expected an invalid-flag error for {args:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_equal_upstream() {
+        let p = parse(&[]).unwrap();
+        let o = p.options;
+        assert!(p.warnings.is_empty());
+        assert_eq!(o.hpa_configuration(), HpaControllerConfiguration::default());
+        assert_eq!(o.generic.kube_api_qps, 20.0);
+        assert_eq!(o.generic.kube_api_burst, 30);
+        assert_eq!(
+            o.generic.kube_api_content_type,
+            "application/vnd.kubernetes.protobuf"
+        );
+        assert_eq!(o.generic.controllers, vec!["*"]);
+        assert!(o.leader_election.leader_elect);
+        assert_eq!(o.leader_election.lease_duration.to_string(), "15s");
+        assert_eq!(o.leader_election.renew_deadline.to_string(), "10s");
+        assert_eq!(o.leader_election.retry_period.to_string(), "2s");
+        assert_eq!(o.leader_election.resource_lock, "leases");
+        assert_eq!(o.leader_election.resource_name, DEFAULT_LEASE_NAME);
+        assert_eq!(o.leader_election.resource_namespace, "kube-system");
+        assert_eq!(o.serving.secure_port, 10257);
+        assert_eq!(o.serving.bind_address.to_string(), "0.0.0.0");
+        assert_eq!(o.serving.cert_dir, "");
+        assert_eq!(
+            o.auth.authorization_always_allow_paths,
+            vec!["/healthz", "/readyz", "/livez"]
+        );
+        assert_eq!(o.logging.logging_format, "text");
+        assert_eq!(o.logging.verbosity, 0);
+        assert_eq!(o.misc.kubeconfig, "");
+        assert_eq!(o.misc.master, "");
+        let gates = o.feature_gates();
+        assert!(gates.enabled(Feature::HpaConfigurableTolerance));
+        assert!(!gates.enabled(Feature::HpaScaleToZero));
+        assert!(gates.enabled(Feature::PodLevelResources));
+        assert!(o.hpa_controller_enabled());
+    }
+
+    #[test]
+    fn every_flag_parses() {
+        let p = parse(&[
+            "--concurrent-horizontal-pod-autoscaler-syncs=10",
+            "--horizontal-pod-autoscaler-sync-period=30s",
+            "--horizontal-pod-autoscaler-downscale-stabilization=1m30s",
+            "--horizontal-pod-autoscaler-tolerance",
+            "0.05",
+            "--horizontal-pod-autoscaler-cpu-initialization-period=3m",
+            "--horizontal-pod-autoscaler-initial-readiness-delay=10s",
+            "--horizontal-pod-autoscaler-upscale-delay=1m",
+            "--horizontal-pod-autoscaler-downscale-delay=2m",
+            "--kubeconfig=/etc/kubeconfig",
+            "--master=https://10.0.0.1:6443",
+            "--kube-api-qps=50",
+            "--kube-api-burst=100",
+            "--kube-api-content-type=application/json",
+            "--leader-elect=false",
+            "--leader-elect-lease-duration=30s",
+            "--leader-elect-renew-deadline=20s",
+            "--leader-elect-retry-period=5s",
+            "--leader-elect-resource-lock=leases",
+            "--leader-elect-resource-name=my-hpa",
+            "--leader-elect-resource-namespace=autoscaling",
+            "--secure-port=8443",
+            "--bind-address=127.0.0.1",
+            "--cert-dir=/var/run/certs",
+            "--tls-cert-file=/tls/tls.crt",
+            "--tls-private-key-file=/tls/tls.key",
+            "--authentication-kubeconfig=/a",
+            "--authorization-kubeconfig=/b",
+            "--authorization-always-allow-paths=/healthz,/metrics",
+            "--controllers=*,horizontalpodautoscaling",
+            "--feature-gates=HPAScaleToZero=true",
+            "--feature-gates=PodLevelResources=false",
+            "-v",
+            "4",
+            "--logging-format=json",
+        ])
+        .unwrap();
+        let o = &p.options;
+        let c = o.hpa_configuration();
+        assert_eq!(c.concurrent_syncs, 10);
+        assert_eq!(c.sync_period, GoDuration::from_secs(30));
+        assert_eq!(c.downscale_stabilization_window, GoDuration::from_secs(90));
+        assert_eq!(c.tolerance, 0.05);
+        assert_eq!(c.cpu_initialization_period, GoDuration::from_mins(3));
+        assert_eq!(c.initial_readiness_delay, GoDuration::from_secs(10));
+        assert_eq!(c.upscale_forbidden_window, GoDuration::from_mins(1));
+        assert_eq!(c.downscale_forbidden_window, GoDuration::from_mins(2));
+        assert_eq!(o.misc.kubeconfig, "/etc/kubeconfig");
+        assert_eq!(o.misc.master, "https://10.0.0.1:6443");
+        assert_eq!(o.generic.kube_api_qps, 50.0);
+        assert_eq!(o.generic.kube_api_burst, 100);
+        assert_eq!(o.generic.kube_api_content_type, "application/json");
+        assert!(!o.leader_election.leader_elect);
+        assert_eq!(o.leader_election.lease_duration, GoDuration::from_secs(30));
+        assert_eq!(o.leader_election.renew_deadline, GoDuration::from_secs(20));
+        assert_eq!(o.leader_election.retry_period, GoDuration::from_secs(5));
+        assert_eq!(o.leader_election.resource_name, "my-hpa");
+        assert_eq!(o.leader_election.resource_namespace, "autoscaling");
+        assert_eq!(o.serving.secure_port, 8443);
+        assert_eq!(o.serving.bind_address.to_string(), "127.0.0.1");
+        assert_eq!(o.serving.cert_dir, "/var/run/certs");
+        assert_eq!(o.serving.tls_cert_file, "/tls/tls.crt");
+        assert_eq!(o.serving.tls_private_key_file, "/tls/tls.key");
+        assert_eq!(o.auth.authentication_kubeconfig, "/a");
+        assert_eq!(o.auth.authorization_kubeconfig, "/b");
+        assert_eq!(
+            o.auth.authorization_always_allow_paths,
+            vec!["/healthz", "/metrics"]
+        );
+        assert!(o.feature_enabled(Feature::HpaScaleToZero));
+        assert!(!o.feature_enabled(Feature::PodLevelResources));
+        assert!(o.feature_enabled(Feature::HpaConfigurableTolerance));
+        assert_eq!(o.logging.verbosity, 4);
+        assert_eq!(o.logging.logging_format, "json");
+        assert!(o.hpa_controller_enabled());
+        assert_eq!(
+            p.warnings,
+            vec![
+                "Flag --horizontal-pod-autoscaler-upscale-delay has been deprecated, This flag is currently no-op and will be deleted.",
+                "Flag --horizontal-pod-autoscaler-downscale-delay has been deprecated, This flag is currently no-op and will be deleted.",
+            ]
+        );
+    }
+
+    #[test]
+    fn go_bool_flag_forms() {
+        assert!(
+            parse(&["--leader-elect"])
+                .unwrap()
+                .options
+                .leader_election
+                .leader_elect
+        );
+        assert!(
+            !parse(&["--leader-elect=f"])
+                .unwrap()
+                .options
+                .leader_election
+                .leader_elect
+        );
+        assert_eq!(
+            invalid(&["--leader-elect=maybe"]),
+            r#"invalid argument "maybe" for "--leader-elect" flag: strconv.ParseBool: parsing "maybe": invalid syntax"#
+        );
+    }
+
+    #[test]
+    fn repeated_deprecated_flag_warns_once() {
+        let p = parse(&[
+            "--horizontal-pod-autoscaler-upscale-delay=1m",
+            "--horizontal-pod-autoscaler-upscale-delay=2m",
+        ])
+        .unwrap();
+        assert_eq!(p.warnings.len(), 1);
+        assert_eq!(p.options.hpa.upscale_delay, GoDuration::from_mins(2));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_in_upstream_words() {
+        assert_eq!(
+            invalid(&["--horizontal-pod-autoscaler-tolerance=abc"]),
+            r#"invalid argument "abc" for "--horizontal-pod-autoscaler-tolerance" flag: strconv.ParseFloat: parsing "abc": invalid syntax"#
+        );
+        assert_eq!(
+            invalid(&["--concurrent-horizontal-pod-autoscaler-syncs=0"]),
+            "concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got 0"
+        );
+        assert_eq!(
+            invalid(&["--concurrent-horizontal-pod-autoscaler-syncs=x"]),
+            r#"invalid argument "x" for "--concurrent-horizontal-pod-autoscaler-syncs" flag: strconv.ParseInt: parsing "x": invalid syntax"#
+        );
+        assert_eq!(
+            invalid(&["--horizontal-pod-autoscaler-sync-period=15"]),
+            r#"invalid argument "15" for "--horizontal-pod-autoscaler-sync-period" flag: time: missing unit in duration "15""#
+        );
+        assert_eq!(
+            invalid(&["--leader-elect-renew-deadline=20s"]),
+            "--leader-elect-renew-deadline: leaseDuration must be greater than renewDeadline (lease duration 15s, renew deadline 20s)"
+        );
+        assert_eq!(
+            invalid(&["--leader-elect-retry-period=9s"]),
+            "--leader-elect-retry-period: renewDeadline must be greater than retryPeriod*JitterFactor (renew deadline 10s, retry period 9s)"
+        );
+        assert_eq!(
+            invalid(&["--feature-gates=Nope=true"]),
+            r#"invalid argument "Nope=true" for "--feature-gates" flag: unrecognized feature gate: Nope"#
+        );
+        assert_eq!(
+            invalid(&["--leader-elect-resource-lock=endpoints"]),
+            r#"--leader-elect-resource-lock: resourceLock value must be "leases", got "endpoints""#
+        );
+        assert_eq!(invalid(&["--bogus=1"]), "unknown flag: --bogus");
+        assert_eq!(
+            invalid(&["--bind-address=nope"]),
+            r#"invalid argument "nope" for "--bind-address" flag: failed to parse IP: "nope""#
+        );
+        assert_eq!(
+            invalid(&["--secure-port=70000"]),
+            "--secure-port 70000 must be between 0 and 65535, inclusive. 0 for turning off secure port"
+        );
+        assert_eq!(
+            invalid(&["--logging-format=xml"]),
+            r#"--logging-format: format: Unsupported value: "xml": supported values: "json", "text""#
+        );
+        assert_eq!(
+            invalid(&["-v", "high"]),
+            r#"invalid argument "high" for "--v" flag: strconv.ParseInt: parsing "high": invalid syntax"#
+        );
+        assert_eq!(
+            invalid(&["--kube-api-qps=fast"]),
+            r#"invalid argument "fast" for "--kube-api-qps" flag: strconv.ParseFloat: parsing "fast": invalid syntax"#
+        );
+    }
+
+    #[test]
+    fn leader_election_timings_are_not_checked_when_disabled() {
+        assert!(parse(&["--leader-elect=false", "--leader-elect-renew-deadline=20s"]).is_ok());
+    }
+
+    #[test]
+    fn controllers_flag() {
+        for ok in [
+            "*",
+            "horizontalpodautoscaling",
+            "horizontal-pod-autoscaler-controller",
+            "-horizontalpodautoscaling",
+            "*,-horizontal-pod-autoscaler-controller",
+        ] {
+            assert!(parse(&[&format!("--controllers={ok}")]).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            invalid(&["--controllers=*,-foo"]),
+            r#"--controllers: "foo" is not in the list of known controllers"#
+        );
+        let enabled = |v: &str| {
+            parse(&[&format!("--controllers={v}")])
+                .unwrap()
+                .options
+                .hpa_controller_enabled()
+        };
+        assert!(enabled("*"));
+        assert!(enabled("horizontalpodautoscaling"));
+        assert!(!enabled("*,-horizontalpodautoscaling"));
+        assert!(!enabled("-horizontal-pod-autoscaler-controller"));
+        assert!(!enabled(
+            "horizontalpodautoscaling,-horizontal-pod-autoscaler-controller"
+        ));
+    }
+
+    #[test]
+    fn help_lists_every_flag_with_go_defaults() {
+        let help = Options::command().render_long_help().to_string();
+        for (flag, default) in [
+            ("--concurrent-horizontal-pod-autoscaler-syncs", "5"),
+            ("--horizontal-pod-autoscaler-sync-period", "15s"),
+            (
+                "--horizontal-pod-autoscaler-downscale-stabilization",
+                "5m0s",
+            ),
+            ("--horizontal-pod-autoscaler-tolerance", "0.1"),
+            (
+                "--horizontal-pod-autoscaler-cpu-initialization-period",
+                "5m0s",
+            ),
+            ("--horizontal-pod-autoscaler-initial-readiness-delay", "30s"),
+            ("--horizontal-pod-autoscaler-upscale-delay", "3m0s"),
+            ("--horizontal-pod-autoscaler-downscale-delay", "5m0s"),
+            ("--kube-api-qps", "20"),
+            ("--kube-api-burst", "30"),
+            ("--leader-elect-lease-duration", "15s"),
+            ("--leader-elect-renew-deadline", "10s"),
+            ("--leader-elect-retry-period", "2s"),
+            ("--secure-port", "10257"),
+            ("--bind-address", "0.0.0.0"),
+            ("--leader-elect-resource-namespace", "kube-system"),
+        ] {
+            assert!(help.contains(flag), "{flag} missing from help");
+            assert!(
+                help.contains(&format!("[default: {default}]")),
+                "default {default} of {flag}"
+            );
+        }
+        for flag in [
+            "--kubeconfig",
+            "--master",
+            "--kube-api-content-type",
+            "--leader-elect[=<true|false>]",
+            "--leader-elect-resource-lock",
+            "--leader-elect-resource-name",
+            "--cert-dir",
+            "--tls-cert-file",
+            "--tls-private-key-file",
+            "--authentication-kubeconfig",
+            "--authorization-kubeconfig",
+            "--authorization-always-allow-paths",
+            "--controllers",
+            "--feature-gates",
+            "-v, --v",
+            "--logging-format",
+            "HPAConfigurableTolerance=true|false (BETA - default=true)",
+            "HPAScaleToZero=true|false (ALPHA - default=false)",
+            "PodLevelResources=true|false (BETA - default=true)",
+            "The minimum change (from 1.0) in the desired-to-actual metrics ratio for the horizontal pod autoscaler to consider scaling.\n",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from help");
+        }
+    }
+
+    #[test]
+    fn flag_map_as_in_scenarios() {
+        let mut flags = BTreeMap::new();
+        flags.insert(
+            "horizontal-pod-autoscaler-downscale-stabilization".to_string(),
+            "0s".to_string(),
+        );
+        flags.insert(
+            "feature-gates".to_string(),
+            "HPAConfigurableTolerance=false".to_string(),
+        );
+        let o = Options::from_flag_map(&flags).unwrap().options;
+        assert_eq!(
+            o.hpa_configuration().downscale_stabilization_window,
+            GoDuration::ZERO
+        );
+        assert!(!o.feature_enabled(Feature::HpaConfigurableTolerance));
+        flags.insert(
+            "horizontal-pod-autoscaler-tolerance".to_string(),
+            "x".to_string(),
+        );
+        assert!(matches!(
+            Options::from_flag_map(&flags),
+            Err(FlagError::Invalid(_))
+        ));
+    }
+}
