@@ -2,6 +2,7 @@
 //! flag; `--help` and `--version` exit 0; valid flags are accepted, and until the controller
 //! exists the binary says so and exits non-zero.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
