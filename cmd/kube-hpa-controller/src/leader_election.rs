@@ -1,0 +1,654 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease with client-go's semantics.
+//!
+//! Mirrors `staging/src/k8s.io/client-go/tools/leaderelection/leaderelection.go`
+//! (`tryAcquireOrRenew`, `acquire`, `renew`, `release`) and `resourcelock/leaselock.go`.
+//! A candidate takes the lease when it is free or when its holder has not renewed it for
+//! `leaseDuration` *as observed locally* (the record's times are not trusted across clocks);
+//! the leader renews every `retryPeriod` and gives up when renewals keep failing for
+//! `renewDeadline`. The decision logic works against the [`LeaseLock`] trait so it is
+//! tested without a server; [`KubeLeaseLock`] is the real lock.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use hpa_config::Clock;
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, PostParams};
+use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+use std::sync::Arc;
+
+/// client-go's `JitterFactor` for the acquire loop.
+pub const JITTER_FACTOR: f64 = 1.2;
+
+/// The leader-election record kept in a Lease's spec (`resourcelock.LeaderElectionRecord`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LeaderElectionRecord {
+    /// Who holds the lease; empty when released.
+    pub holder_identity: String,
+    /// How long the holder's claim lasts after its last renewal, in seconds.
+    pub lease_duration_seconds: i32,
+    /// When the current holder acquired it.
+    pub acquire_time: Option<Timestamp>,
+    /// When it was last renewed.
+    pub renew_time: Option<Timestamp>,
+    /// How many times the holder changed.
+    pub leader_transitions: i32,
+}
+
+/// A failed call to the lock's API.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The API answered with an error or could not be reached.
+    #[error("{0}")]
+    Api(#[from] kube::Error),
+    /// The lock was updated before it was ever read.
+    #[error("lease not initialized, call get or create first")]
+    NotInitialized,
+}
+
+/// Storage for the election record (client-go's `resourcelock.Interface`).
+pub trait LeaseLock: Send {
+    /// Reads the record; `None` when the lock object does not exist. The string is the raw
+    /// form used to notice any change, as client-go compares raw bytes.
+    fn get(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<(LeaderElectionRecord, String)>, LockError>> + Send;
+    /// Creates the lock object with `record`.
+    fn create(
+        &mut self,
+        record: &LeaderElectionRecord,
+    ) -> impl Future<Output = Result<(), LockError>> + Send;
+    /// Replaces the record, failing on a conflict with a newer version.
+    fn update(
+        &mut self,
+        record: &LeaderElectionRecord,
+    ) -> impl Future<Output = Result<(), LockError>> + Send;
+    /// This candidate's identity.
+    fn identity(&self) -> &str;
+    /// `namespace/name` of the lock, for logs.
+    fn describe(&self) -> String;
+}
+
+/// Leader-election timings and identity.
+#[derive(Debug, Clone)]
+pub struct ElectionConfig {
+    /// `--leader-elect-lease-duration`.
+    pub lease_duration: Duration,
+    /// `--leader-elect-renew-deadline`.
+    pub renew_deadline: Duration,
+    /// `--leader-elect-retry-period`.
+    pub retry_period: Duration,
+    /// The lease name, used as the metrics' `name` label.
+    pub name: String,
+}
+
+/// The `leader_election_*` metrics of client-go (component-base registry names).
+#[derive(Debug, Clone)]
+pub struct LeaderMetrics {
+    master_status: IntGaugeVec,
+    slowpath: IntCounterVec,
+}
+
+impl LeaderMetrics {
+    /// Creates the metrics and registers them into `registry`.
+    pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let master_status = IntGaugeVec::new(
+            Opts::new(
+                "leader_election_master_status",
+                "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            ),
+            &["name"],
+        )?;
+        let slowpath = IntCounterVec::new(
+            Opts::new(
+                "leader_election_slowpath_total",
+                "[ALPHA] Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            ),
+            &["name"],
+        )?;
+        registry.register(Box::new(master_status.clone()))?;
+        registry.register(Box::new(slowpath.clone()))?;
+        Ok(LeaderMetrics {
+            master_status,
+            slowpath,
+        })
+    }
+
+    fn set_leader(&self, name: &str, on: bool) {
+        self.master_status
+            .with_label_values(&[name])
+            .set(i64::from(on));
+    }
+}
+
+/// Why the renew loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenewOutcome {
+    /// Renewals failed for `renewDeadline`: leadership is lost.
+    Lost,
+    /// Shutdown was requested while leading.
+    Shutdown,
+}
+
+/// One candidate's view of the election (client-go's `LeaderElector`).
+#[derive(Debug)]
+pub struct LeaderElector<L> {
+    lock: L,
+    config: ElectionConfig,
+    clock: Arc<dyn Clock>,
+    metrics: Option<LeaderMetrics>,
+    observed: LeaderElectionRecord,
+    observed_raw: Option<String>,
+    observed_time: Option<Timestamp>,
+    jitter: RandomState,
+}
+
+impl<L: LeaseLock> LeaderElector<L> {
+    /// A candidate using `lock`.
+    pub fn new(
+        lock: L,
+        config: ElectionConfig,
+        clock: Arc<dyn Clock>,
+        metrics: Option<LeaderMetrics>,
+    ) -> Self {
+        if let Some(m) = &metrics {
+            m.set_leader(&config.name, false);
+        }
+        LeaderElector {
+            lock,
+            config,
+            clock,
+            metrics,
+            observed: LeaderElectionRecord::default(),
+            observed_raw: None,
+            observed_time: None,
+            jitter: RandomState::new(),
+        }
+    }
+
+    /// Whether the last observed holder is this candidate.
+    pub fn is_leader(&self) -> bool {
+        self.observed.holder_identity == self.lock.identity()
+    }
+
+    /// The last observed holder (empty if none).
+    pub fn leader(&self) -> &str {
+        &self.observed.holder_identity
+    }
+
+    fn set_observed(&mut self, record: LeaderElectionRecord) {
+        self.observed = record;
+        self.observed_time = Some(self.clock.now());
+    }
+
+    fn lease_valid(&self, now: Timestamp) -> bool {
+        let Some(seen) = self.observed_time else {
+            return false;
+        };
+        let d = jiff::SignedDuration::from_secs(i64::from(self.observed.lease_duration_seconds));
+        seen.checked_add(d).is_ok_and(|end| end > now)
+    }
+
+    /// One attempt to acquire or renew (`tryAcquireOrRenew`); true when this candidate
+    /// holds the lease afterwards.
+    pub async fn try_acquire_or_renew(&mut self) -> bool {
+        let now = self.clock.now();
+        let secs = i32::try_from(self.config.lease_duration.as_secs()).unwrap_or(i32::MAX);
+        let mut record = LeaderElectionRecord {
+            holder_identity: self.lock.identity().to_string(),
+            lease_duration_seconds: secs,
+            acquire_time: Some(now),
+            renew_time: Some(now),
+            leader_transitions: 0,
+        };
+
+        // 1. Fast path: the leader updates optimistically from what it saw last.
+        if self.is_leader() && self.lease_valid(now) {
+            record.acquire_time = self.observed.acquire_time;
+            record.leader_transitions = self.observed.leader_transitions;
+            match self.lock.update(&record).await {
+                Ok(()) => {
+                    self.set_observed(record);
+                    return true;
+                }
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "Failed to update lock optimistically, falling back to slow path"
+                ),
+            }
+        }
+
+        // 2. Read, or create when absent.
+        let (old, raw) = match self.lock.get().await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                if let Err(e) = self.lock.create(&record).await {
+                    tracing::error!(error = %e, "error initially creating leader election record");
+                    return false;
+                }
+                self.set_observed(record);
+                return true;
+            }
+            Err(e) => {
+                tracing::error!(lock = %self.lock.describe(), error = %e, "error retrieving resource lock");
+                return false;
+            }
+        };
+
+        // 3. A changed record restarts the local expiry clock.
+        if self.observed_raw.as_deref() != Some(raw.as_str()) {
+            self.set_observed(old.clone());
+            self.observed_raw = Some(raw);
+        }
+        if !old.holder_identity.is_empty() && self.lease_valid(now) && !self.is_leader() {
+            tracing::debug!(holder = %old.holder_identity, "lock is held by another candidate and has not yet expired");
+            return false;
+        }
+
+        // 4. Take over or renew.
+        if self.is_leader() {
+            record.acquire_time = old.acquire_time;
+            record.leader_transitions = old.leader_transitions;
+            if let Some(m) = &self.metrics {
+                m.slowpath.with_label_values(&[&self.config.name]).inc();
+            }
+        } else {
+            record.leader_transitions = old.leader_transitions.saturating_add(1);
+        }
+        if let Err(e) = self.lock.update(&record).await {
+            tracing::error!(error = %e, "Failed to update lock");
+            return false;
+        }
+        self.set_observed(record);
+        true
+    }
+
+    fn jittered(&self, base: Duration) -> Duration {
+        let mut h = self.jitter.build_hasher();
+        h.write_u64(self.clock.now().as_nanosecond() as u64);
+        let frac = (h.finish() % 10_000) as f64 / 10_000.0;
+        base.mul_f64(1.0 + frac * JITTER_FACTOR)
+    }
+
+    /// Tries until this candidate leads (true) or `shutdown` resolves (false), waiting a
+    /// jittered retry period between attempts (`acquire`).
+    pub async fn acquire(&mut self, shutdown: &mut (impl Future<Output = ()> + Unpin)) -> bool {
+        tracing::info!(lock = %self.lock.describe(), "attempting to acquire leader lease");
+        loop {
+            if self.try_acquire_or_renew().await {
+                tracing::info!(lock = %self.lock.describe(), "successfully acquired lease");
+                if let Some(m) = &self.metrics {
+                    m.set_leader(&self.config.name, true);
+                }
+                return true;
+            }
+            let wait = self.jittered(self.config.retry_period);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = &mut *shutdown => return false,
+            }
+        }
+    }
+
+    /// Renews every retry period until a renewal round fails for the whole renew deadline
+    /// ([`RenewOutcome::Lost`]) or `shutdown` resolves (`renew`).
+    pub async fn renew(
+        &mut self,
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+    ) -> RenewOutcome {
+        loop {
+            let deadline = tokio::time::Instant::now() + self.config.renew_deadline;
+            let renewed = loop {
+                if self.try_acquire_or_renew().await {
+                    break true;
+                }
+                if tokio::time::Instant::now() + self.config.retry_period > deadline {
+                    break false;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(self.config.retry_period) => {}
+                    _ = &mut *shutdown => return RenewOutcome::Shutdown,
+                }
+            };
+            if !renewed {
+                if let Some(m) = &self.metrics {
+                    m.set_leader(&self.config.name, false);
+                }
+                tracing::info!(lock = %self.lock.describe(), "failed to renew lease: timed out waiting for the condition");
+                return RenewOutcome::Lost;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+                _ = &mut *shutdown => return RenewOutcome::Shutdown,
+            }
+        }
+    }
+
+    /// Gives the lease up if held (`release`): empty holder, a one-second duration.
+    pub async fn release(&mut self) -> bool {
+        if !self.is_leader() {
+            return true;
+        }
+        let now = self.clock.now();
+        let record = LeaderElectionRecord {
+            holder_identity: String::new(),
+            lease_duration_seconds: 1,
+            acquire_time: Some(now),
+            renew_time: Some(now),
+            leader_transitions: self.observed.leader_transitions,
+        };
+        if let Err(e) = self.lock.update(&record).await {
+            tracing::error!(error = %e, "Failed to release lock");
+            return false;
+        }
+        if let Some(m) = &self.metrics {
+            m.set_leader(&self.config.name, false);
+        }
+        self.set_observed(record);
+        true
+    }
+}
+
+/// A Lease object as the lock (client-go's `LeaseLock`), updated with the resourceVersion
+/// of the last read so that concurrent writers conflict.
+#[derive(Debug)]
+pub struct KubeLeaseLock {
+    api: Api<Lease>,
+    name: String,
+    namespace: String,
+    identity: String,
+    lease: Option<Lease>,
+}
+
+impl KubeLeaseLock {
+    /// A lock on `namespace/name` for the candidate `identity`.
+    pub fn new(client: kube::Client, namespace: &str, name: &str, identity: String) -> Self {
+        KubeLeaseLock {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            identity,
+            lease: None,
+        }
+    }
+}
+
+fn record_to_spec(r: &LeaderElectionRecord) -> LeaseSpec {
+    LeaseSpec {
+        holder_identity: Some(r.holder_identity.clone()),
+        lease_duration_seconds: Some(r.lease_duration_seconds),
+        acquire_time: r.acquire_time.map(MicroTime),
+        renew_time: r.renew_time.map(MicroTime),
+        lease_transitions: Some(r.leader_transitions),
+        ..LeaseSpec::default()
+    }
+}
+
+fn spec_to_record(spec: Option<&LeaseSpec>) -> LeaderElectionRecord {
+    let Some(s) = spec else {
+        return LeaderElectionRecord::default();
+    };
+    LeaderElectionRecord {
+        holder_identity: s.holder_identity.clone().unwrap_or_default(),
+        lease_duration_seconds: s.lease_duration_seconds.unwrap_or(0),
+        acquire_time: s.acquire_time.as_ref().map(|t| t.0),
+        renew_time: s.renew_time.as_ref().map(|t| t.0),
+        leader_transitions: s.lease_transitions.unwrap_or(0),
+    }
+}
+
+impl LeaseLock for KubeLeaseLock {
+    async fn get(&mut self) -> Result<Option<(LeaderElectionRecord, String)>, LockError> {
+        let Some(lease) = self.api.get_opt(&self.name).await? else {
+            return Ok(None);
+        };
+        let record = spec_to_record(lease.spec.as_ref());
+        // The raw form: the spec as the server returned it.
+        let raw = format!("{:?}", lease.spec);
+        self.lease = Some(lease);
+        Ok(Some((record, raw)))
+    }
+
+    async fn create(&mut self, record: &LeaderElectionRecord) -> Result<(), LockError> {
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(record_to_spec(record)),
+        };
+        self.lease = Some(self.api.create(&PostParams::default(), &lease).await?);
+        Ok(())
+    }
+
+    async fn update(&mut self, record: &LeaderElectionRecord) -> Result<(), LockError> {
+        let Some(mut lease) = self.lease.clone() else {
+            return Err(LockError::NotInitialized);
+        };
+        lease.spec = Some(record_to_spec(record));
+        self.lease = Some(
+            self.api
+                .replace(&self.name, &PostParams::default(), &lease)
+                .await?,
+        );
+        Ok(())
+    }
+
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    fn describe(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// KCM's identity: the host name, `_`, and a random UUID, so two processes on one host
+/// never share an identity.
+pub fn new_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_string());
+    format!("{host}_{}", uuid::Uuid::new_v4())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hpa_config::VirtualClock;
+    use std::sync::Mutex;
+
+    /// An in-memory lock shared by several candidates, with a version for conflicts.
+    #[derive(Debug, Default)]
+    struct Shared {
+        record: Option<LeaderElectionRecord>,
+        version: u64,
+        fail: bool,
+    }
+
+    #[derive(Debug)]
+    struct MemLock {
+        shared: Arc<Mutex<Shared>>,
+        seen_version: Option<u64>,
+        id: String,
+    }
+
+    impl LeaseLock for MemLock {
+        async fn get(&mut self) -> Result<Option<(LeaderElectionRecord, String)>, LockError> {
+            let s = self.shared.lock().unwrap();
+            if s.fail {
+                return Err(LockError::NotInitialized);
+            }
+            self.seen_version = Some(s.version);
+            Ok(s.record
+                .clone()
+                .map(|r| (r.clone(), format!("{}:{r:?}", s.version))))
+        }
+        async fn create(&mut self, r: &LeaderElectionRecord) -> Result<(), LockError> {
+            let mut s = self.shared.lock().unwrap();
+            s.version += 1;
+            s.record = Some(r.clone());
+            self.seen_version = Some(s.version);
+            Ok(())
+        }
+        async fn update(&mut self, r: &LeaderElectionRecord) -> Result<(), LockError> {
+            let mut s = self.shared.lock().unwrap();
+            if s.fail || self.seen_version != Some(s.version) {
+                return Err(LockError::NotInitialized);
+            }
+            s.version += 1;
+            s.record = Some(r.clone());
+            self.seen_version = Some(s.version);
+            Ok(())
+        }
+        fn identity(&self) -> &str {
+            &self.id
+        }
+        fn describe(&self) -> String {
+            "kube-system/test".into()
+        }
+    }
+
+    fn cfg() -> ElectionConfig {
+        ElectionConfig {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            name: "test".into(),
+        }
+    }
+
+    fn candidate(
+        shared: &Arc<Mutex<Shared>>,
+        id: &str,
+        clock: &VirtualClock,
+    ) -> LeaderElector<MemLock> {
+        LeaderElector::new(
+            MemLock {
+                shared: shared.clone(),
+                seen_version: None,
+                id: id.into(),
+            },
+            cfg(),
+            Arc::new(clock.clone()),
+            None,
+        )
+    }
+
+    #[tokio::test]
+    async fn first_candidate_creates_and_second_waits_for_expiry() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let mut a = candidate(&shared, "a", &clock);
+        let mut b = candidate(&shared, "b", &clock);
+        assert!(a.try_acquire_or_renew().await);
+        assert!(a.is_leader());
+        assert!(!b.try_acquire_or_renew().await);
+        assert_eq!(b.leader(), "a");
+        // a renews at 10s: b sees a changed record and restarts its expiry clock.
+        clock.advance(jiff::SignedDuration::from_secs(10));
+        assert!(a.try_acquire_or_renew().await);
+        assert!(!b.try_acquire_or_renew().await);
+        // a stops renewing; 14s after b last saw a change, still held.
+        clock.advance(jiff::SignedDuration::from_secs(14));
+        assert!(!b.try_acquire_or_renew().await);
+        // 16s after: expired, b takes over with one more transition.
+        clock.advance(jiff::SignedDuration::from_secs(2));
+        assert!(b.try_acquire_or_renew().await);
+        let r = shared.lock().unwrap().record.clone().unwrap();
+        assert_eq!(r.holder_identity, "b");
+        assert_eq!(r.leader_transitions, 1);
+        assert_eq!(r.lease_duration_seconds, 15);
+        // a's optimistic renewal conflicts, and the slow path sees b holding a valid lease.
+        assert!(!a.try_acquire_or_renew().await);
+        assert!(!a.is_leader());
+    }
+
+    #[tokio::test]
+    async fn renewal_keeps_acquire_time_and_release_frees_the_lease() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let mut a = candidate(&shared, "a", &clock);
+        assert!(a.try_acquire_or_renew().await);
+        let acquired = shared.lock().unwrap().record.clone().unwrap().acquire_time;
+        clock.advance(jiff::SignedDuration::from_secs(2));
+        assert!(a.try_acquire_or_renew().await);
+        let r = shared.lock().unwrap().record.clone().unwrap();
+        assert_eq!(r.acquire_time, acquired);
+        assert_eq!(r.renew_time, Some(clock.now()));
+        assert!(a.release().await);
+        let r = shared.lock().unwrap().record.clone().unwrap();
+        assert_eq!(r.holder_identity, "");
+        assert_eq!(r.lease_duration_seconds, 1);
+        // A released lease is taken at once by another candidate.
+        let mut b = candidate(&shared, "b", &clock);
+        assert!(b.try_acquire_or_renew().await);
+        assert_eq!(
+            shared
+                .lock()
+                .unwrap()
+                .record
+                .clone()
+                .unwrap()
+                .leader_transitions,
+            1
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renew_gives_up_after_the_deadline() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let registry = Registry::new();
+        let metrics = LeaderMetrics::new(&registry).unwrap();
+        let mut a = LeaderElector::new(
+            MemLock {
+                shared: shared.clone(),
+                seen_version: None,
+                id: "a".into(),
+            },
+            cfg(),
+            Arc::new(clock.clone()),
+            Some(metrics.clone()),
+        );
+        let mut never = std::pin::pin!(std::future::pending::<()>());
+        assert!(a.acquire(&mut never).await);
+        assert_eq!(metrics.master_status.with_label_values(&["test"]).get(), 1);
+        shared.lock().unwrap().fail = true;
+        let started = tokio::time::Instant::now();
+        assert_eq!(a.renew(&mut never).await, RenewOutcome::Lost);
+        let waited = started.elapsed();
+        assert!(
+            waited <= Duration::from_secs(12),
+            "gave up after {waited:?}"
+        );
+        assert!(waited >= Duration::from_secs(8), "gave up after {waited:?}");
+        assert_eq!(metrics.master_status.with_label_values(&["test"]).get(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_stops_the_acquire_loop() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let mut holder = candidate(&shared, "holder", &clock);
+        assert!(holder.try_acquire_or_renew().await);
+        let mut b = candidate(&shared, "b", &clock);
+        let mut stop = std::pin::pin!(tokio::time::sleep(Duration::from_secs(5)));
+        assert!(!b.acquire(&mut stop).await);
+    }
+
+    #[test]
+    fn identity_is_host_and_unique_suffix() {
+        let a = new_identity();
+        let b = new_identity();
+        assert_ne!(a, b);
+        assert!(a.contains('_'));
+    }
+}

@@ -1,0 +1,5 @@
+//! The parts of the `kube-hpa-controller` process that are not the controller itself:
+//! leader election (and, with the controller, the client, serving and signal handling).
+//! Mirrors what `cmd/kube-controller-manager/app` does around its controllers.
+
+pub mod leader_election;
