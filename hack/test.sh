@@ -8,7 +8,7 @@ echo "== cargo fmt --all --check"
 cargo fmt --all --check
 
 echo "== cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test --workspace"
-cargo test --workspace --locked
+cargo test --workspace

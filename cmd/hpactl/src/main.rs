@@ -1,1 +1,172 @@
-fn main() {}
+//! `hpactl`: tools around kube-hpa-controller's recorded scenarios.
+//!
+//! No upstream counterpart. `replay` checks (and, once the controller exists, runs) scenario
+//! files of `fixture-format.md`; `serve` serves one scenario as a live API server over plain
+//! HTTP on loopback for the real controller binary and `kubectl`.
+//!
+//! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
+//! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
+//! command line is wrong.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
+
+/// Command-line interface.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hpactl",
+    version,
+    about = "Tools for kube-hpa-controller scenarios"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check or run scenario files (files and directories, recursively `*.yaml`).
+    Replay {
+        /// Only validate the files; do not run them.
+        #[arg(long)]
+        check: bool,
+        /// Scenario files or directories.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// Serve one scenario as a live API over plain HTTP on loopback.
+    Serve {
+        /// The scenario file.
+        #[arg(value_name = "SCENARIO")]
+        scenario: PathBuf,
+        /// Listen address, a loopback IP and port (e.g. 127.0.0.1:8001).
+        #[arg(long, value_name = "127.0.0.1:PORT")]
+        addr: SocketAddr,
+        /// Where to write a kubeconfig pointing at the server.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig_out: PathBuf,
+    },
+}
+
+/// Exit status for an invalid scenario file or bad arguments.
+const EXIT_INVALID: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Replay { check, paths } => replay(check, &paths),
+        Command::Serve {
+            scenario,
+            addr,
+            kubeconfig_out,
+        } => serve(&scenario, addr, &kubeconfig_out),
+    }
+}
+
+/// Loads every file, stopping at the first invalid one; also rejects duplicate names.
+fn load_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
+    let files = scenario::collect_files(paths)?;
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut out = Vec::with_capacity(files.len());
+    for file in files {
+        let s = scenario::load_file(&file)?;
+        if let Some(first) = seen.get(&s.name) {
+            return Err(ScenarioError::Invalid {
+                file: file.display().to_string(),
+                at: String::new(),
+                key: "name".to_string(),
+                message: format!(
+                    "duplicate scenario name {:?} (also in {})",
+                    s.name,
+                    first.display()
+                ),
+            });
+        }
+        seen.insert(s.name.clone(), file.clone());
+        out.push((file, s));
+    }
+    Ok(out)
+}
+
+fn replay(check: bool, paths: &[PathBuf]) -> ExitCode {
+    let loaded = match load_all(paths) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    if check {
+        for (file, s) in &loaded {
+            println!("OK {} ({})", s.name, file.display());
+        }
+        println!("{} valid", loaded.len());
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "{} valid scenario(s), but running scenarios needs the controller, which is not built yet; \
+         use `hpactl replay --check` to validate them",
+        loaded.len()
+    );
+    ExitCode::from(EXIT_INVALID)
+}
+
+fn serve(file: &Path, addr: SocketAddr, kubeconfig_out: &Path) -> ExitCode {
+    if !addr.ip().is_loopback() {
+        eprintln!("--addr {addr}: the fixture server only listens on loopback (127.0.0.1 or ::1)");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let scenario = match scenario::load_file(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(hpa_fixtures::serve::serve(
+        scenario,
+        addr,
+        kubeconfig_out,
+        shutdown_on_ctrl_c(),
+    ));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Completes on Ctrl-C (or immediately if the handler cannot be installed, which then stops
+/// the server instead of serving forever unstoppably).
+async fn shutdown_on_ctrl_c() {
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        eprintln!("cannot listen for Ctrl-C: {e}");
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

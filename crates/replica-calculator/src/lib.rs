@@ -1,1 +1,52 @@
-//! placeholder
+//! The HPA replica calculator: a port of upstream
+//! `pkg/controller/podautoscaler/replica_calculator.go`.
+//!
+//! * [`group_pods`](mod@group_pods): which pods' samples count (ignored, unready, missing, ready).
+//! * [`requests`]: per-pod resource requests (containers, restartable init containers,
+//!   pod-level requests).
+//! * [`replicas`]: the pure arithmetic for every metric type, with upstream's conversions,
+//!   fill-ins, direction checks, tolerances and overflow clamps.
+//! * [`tolerances`]: the scale-up / scale-down tolerances.
+//! * [`error`]: [`CalculatorError`], whose messages equal upstream's.
+//! * [`calculator`]: [`ReplicaCalculator`], the async shell that fetches through
+//!   [`hpa_metrics::MetricsClient`] and a [`PodLister`] and delegates to the pure functions.
+//!
+//! Numeric fidelity: `int64` arithmetic wraps as in Go, divisions truncate, and where upstream
+//! converts an out-of-range float (NaN, ±Inf, beyond the integer range) without a guard, the
+//! result is what Go produces on amd64: the minimum integer. Where upstream clamps (to
+//! `math.MaxInt32` / `math.MaxInt64`), so does this crate.
+
+pub mod calculator;
+#[cfg(test)]
+mod calculator_tests;
+pub mod error;
+mod goconv;
+pub mod group_pods;
+pub mod pod_lister;
+pub mod replicas;
+pub mod requests;
+pub mod tolerances;
+#[cfg(test)]
+mod upstream_tests;
+
+pub use error::CalculatorError;
+pub use group_pods::{GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods};
+pub use replicas::{
+    CalculatorConfig, PodSample, ResourceTarget, UsageProposal, UtilizationProposal,
+};
+pub use tolerances::Tolerances;
+
+pub use calculator::{
+    ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest, MetricReplicas,
+    MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
+    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicas, ResourceReplicasRequest,
+};
+pub use pod_lister::{PodListError, PodLister};
+
+#[cfg(any(test, feature = "mock"))]
+pub use pod_lister::MockPodLister;
+
+pub(crate) use hpa_metrics::{
+    MetricsError, PodMetric, PodMetricsInfo, UtilizationError, get_metric_usage_ratio,
+    get_resource_utilization_ratio,
+};

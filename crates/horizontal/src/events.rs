@@ -1,0 +1,257 @@
+//! The events the controller records on an HPA (spec §8), as a typed catalogue.
+//!
+//! Mirrors the `eventRecorder.Event` / `Eventf` calls of upstream
+//! `pkg/controller/podautoscaler/horizontal.go`. `Event(...)` call sites pass the text
+//! verbatim (no `fmt` reinterpretation); `Eventf(...)` ones are rendered with Go `fmt`.
+
+use std::fmt;
+
+use crate::conditions::{
+    MetricFailureReason, ambiguous_selector_message, invalid_selector_message,
+};
+use crate::gofmt::{GoArg, sprintf};
+
+/// The source component of every event.
+pub const EVENT_SOURCE_COMPONENT: &str = "horizontal-pod-autoscaler";
+
+/// Core event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// `Normal`.
+    Normal,
+    /// `Warning`.
+    Warning,
+}
+
+impl EventType {
+    /// The API string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// Every event the controller emits, with the values its message needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HpaEvent {
+    /// Warning `FailedGetScale`: the apiVersion parse, RESTMapping or scale GET error text.
+    FailedGetScale {
+        /// `err.Error()`.
+        err: String,
+    },
+    /// Warning `SelectorRequired`: `selector is required`.
+    SelectorRequired,
+    /// Warning `InvalidSelector`.
+    InvalidSelector {
+        /// The `labels.Parse` error text.
+        err: String,
+    },
+    /// Warning `AmbiguousSelector`.
+    AmbiguousSelector {
+        /// The raw selector string.
+        selector: String,
+        /// The HPA keys whose selectors match the pods.
+        hpas: Vec<String>,
+    },
+    /// Warning `FailedGet*Metric` / `InvalidMetricSourceType`, once per failing metric.
+    FailedGetMetric {
+        /// The per-type reason.
+        reason: MetricFailureReason,
+        /// `err.Error()` of the per-type error.
+        err: String,
+    },
+    /// Warning `FailedComputeMetricsReplicas`.
+    FailedComputeMetricsReplicas {
+        /// `err.Error()` of the aggregated error.
+        err: String,
+    },
+    /// Warning `FailedRescale`: `New size: %d; reason: %s; error: %v`.
+    FailedRescale {
+        /// The desired replica count.
+        new_size: i32,
+        /// The rescale reason.
+        reason: String,
+        /// The scale PUT error text.
+        err: String,
+    },
+    /// Normal `SuccessfulRescale`: `New size: %d; reason: %s`.
+    SuccessfulRescale {
+        /// The new replica count.
+        new_size: i32,
+        /// The rescale reason.
+        reason: String,
+    },
+    /// Warning `FailedUpdateStatus`.
+    FailedUpdateStatus {
+        /// The status PUT error text.
+        err: String,
+    },
+}
+
+impl HpaEvent {
+    /// `Normal` or `Warning`.
+    pub fn event_type(&self) -> EventType {
+        match self {
+            HpaEvent::SuccessfulRescale { .. } => EventType::Normal,
+            _ => EventType::Warning,
+        }
+    }
+
+    /// The event reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            HpaEvent::FailedGetScale { .. } => "FailedGetScale",
+            HpaEvent::SelectorRequired => "SelectorRequired",
+            HpaEvent::InvalidSelector { .. } => "InvalidSelector",
+            HpaEvent::AmbiguousSelector { .. } => "AmbiguousSelector",
+            HpaEvent::FailedGetMetric { reason, .. } => reason.as_str(),
+            HpaEvent::FailedComputeMetricsReplicas { .. } => "FailedComputeMetricsReplicas",
+            HpaEvent::FailedRescale { .. } => "FailedRescale",
+            HpaEvent::SuccessfulRescale { .. } => "SuccessfulRescale",
+            HpaEvent::FailedUpdateStatus { .. } => "FailedUpdateStatus",
+        }
+    }
+
+    /// The event message.
+    pub fn message(&self) -> String {
+        match self {
+            HpaEvent::FailedGetScale { err }
+            | HpaEvent::FailedGetMetric { err, .. }
+            | HpaEvent::FailedComputeMetricsReplicas { err }
+            | HpaEvent::FailedUpdateStatus { err } => err.clone(),
+            HpaEvent::SelectorRequired => "selector is required".to_owned(),
+            HpaEvent::InvalidSelector { err } => invalid_selector_message(err),
+            HpaEvent::AmbiguousSelector { selector, hpas } => {
+                ambiguous_selector_message(selector, hpas)
+            }
+            HpaEvent::FailedRescale {
+                new_size,
+                reason,
+                err,
+            } => sprintf(
+                "New size: %d; reason: %s; error: %v",
+                &[
+                    GoArg::int32(*new_size),
+                    GoArg::str(reason.as_str()),
+                    GoArg::error(err.as_str()),
+                ],
+            ),
+            HpaEvent::SuccessfulRescale { new_size, reason } => sprintf(
+                "New size: %d; reason: %s",
+                &[GoArg::int32(*new_size), GoArg::str(reason.as_str())],
+            ),
+        }
+    }
+}
+
+impl fmt::Display for HpaEvent {
+    /// `<type> <reason>: <message>`, for logs and explanations.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.event_type().as_str(),
+            self.reason(),
+            self.message()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue() {
+        let cases = vec![
+            (
+                HpaEvent::FailedGetScale {
+                    err: "unexpected GroupVersion string: a/b/c".into(),
+                },
+                "Warning",
+                "FailedGetScale",
+                "unexpected GroupVersion string: a/b/c",
+            ),
+            (
+                HpaEvent::SelectorRequired,
+                "Warning",
+                "SelectorRequired",
+                "selector is required",
+            ),
+            (
+                HpaEvent::InvalidSelector { err: "x".into() },
+                "Warning",
+                "InvalidSelector",
+                "couldn't convert selector into a corresponding internal selector object: x",
+            ),
+            (
+                HpaEvent::AmbiguousSelector {
+                    selector: "app=a".into(),
+                    hpas: vec!["ns/a".into(), "ns/b".into()],
+                },
+                "Warning",
+                "AmbiguousSelector",
+                "pods by selector app=a are controlled by multiple HPAs: [ns/a ns/b]",
+            ),
+            (
+                HpaEvent::FailedGetMetric {
+                    reason: MetricFailureReason::InvalidMetricSourceType,
+                    err: "unknown metric source type \"CheddarCheese\"".into(),
+                },
+                "Warning",
+                "InvalidMetricSourceType",
+                "unknown metric source type \"CheddarCheese\"",
+            ),
+            (
+                HpaEvent::FailedComputeMetricsReplicas {
+                    err: "selector is required".into(),
+                },
+                "Warning",
+                "FailedComputeMetricsReplicas",
+                "selector is required",
+            ),
+            (
+                HpaEvent::FailedRescale {
+                    new_size: 3,
+                    reason: "All metrics below target".into(),
+                    err: "conflict".into(),
+                },
+                "Warning",
+                "FailedRescale",
+                "New size: 3; reason: All metrics below target; error: conflict",
+            ),
+            (
+                HpaEvent::SuccessfulRescale {
+                    new_size: 10,
+                    reason: "Current number of replicas above Spec.MaxReplicas".into(),
+                },
+                "Normal",
+                "SuccessfulRescale",
+                "New size: 10; reason: Current number of replicas above Spec.MaxReplicas",
+            ),
+            (
+                HpaEvent::FailedUpdateStatus {
+                    err: "forbidden".into(),
+                },
+                "Warning",
+                "FailedUpdateStatus",
+                "forbidden",
+            ),
+        ];
+        for (e, t, r, m) in cases {
+            assert_eq!(
+                (e.event_type().as_str(), e.reason(), e.message().as_str()),
+                (t, r, m)
+            );
+        }
+    }
+
+    #[test]
+    fn event_messages_are_not_reinterpreted() {
+        // recorder.Event passes the text verbatim.
+        let e = HpaEvent::FailedComputeMetricsReplicas { err: "50%d".into() };
+        assert_eq!(e.message(), "50%d");
+    }
+}

@@ -1,0 +1,334 @@
+//! Normalization of the metrics' desired replica count: stabilization, rate limits and
+//! min/max clamps (spec §4 without `spec.behavior`, §5.1 with it).
+//!
+//! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `normalizeDesiredReplicas`,
+//! `convertDesiredReplicasWithRules`, `calculateScaleUpLimit` (constants
+//! `scaleUpLimitFactor = 2.0`, `scaleUpLimitMinimum = 4.0`) and
+//! `normalizeDesiredReplicasWithBehaviors`. The functions here take one HPA's history
+//! explicitly; [`crate::state::HpaState`] wraps them with the per-HPA locking.
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::behavior::{EffectiveBehavior, convert_desired_replicas_with_behavior_rate};
+use crate::conditions::{HpaCondition, LimitReason, StabilizationReason};
+use crate::recommendations::{
+    TimestampedRecommendation, stabilize_recommendation, stabilize_recommendation_with_behaviors,
+};
+use crate::scale_events::TimestampedScaleEvent;
+
+/// Upstream `scaleUpLimitFactor`.
+pub const SCALE_UP_LIMIT_FACTOR: f64 = 2.0;
+/// Upstream `scaleUpLimitMinimum`.
+pub const SCALE_UP_LIMIT_MINIMUM: f64 = 4.0;
+
+/// Every step of one normalization, for the [`crate::decision::Decision`] record and the
+/// `AbleToScale` / `ScalingLimited` conditions it sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Normalization {
+    /// Whether the behavior path (§5) ran; otherwise the legacy path (§4).
+    pub with_behavior: bool,
+    /// The metrics' desired count before normalization.
+    pub prenormalized: i32,
+    /// After the stabilization window(s).
+    pub stabilized: i32,
+    /// The `AbleToScale=True` reason: `ReadyForNewScale` when stabilization changed nothing.
+    pub stabilization: StabilizationReason,
+    /// The rate bound computed for the direction: `max(2*current, 4)` on the legacy path
+    /// (always computed), the clamped policy limit on the behavior path (`None` when the
+    /// stabilized count equals the current one).
+    pub rate_limit: Option<i32>,
+    /// The final count.
+    pub desired: i32,
+    /// Which bound produced `desired`.
+    pub limit: LimitReason,
+}
+
+impl Normalization {
+    /// Whether a limit changed the stabilized count (`ScalingLimited=True`).
+    pub fn limited(&self) -> bool {
+        self.desired != self.stabilized
+    }
+
+    /// The `AbleToScale` condition normalization sets.
+    pub fn able_to_scale_condition(&self) -> HpaCondition {
+        HpaCondition::Stabilization(self.stabilization)
+    }
+
+    /// The `ScalingLimited` condition normalization sets.
+    pub fn scaling_limited_condition(&self) -> HpaCondition {
+        HpaCondition::ScalingLimited {
+            limited: self.limited(),
+            reason: self.limit,
+        }
+    }
+}
+
+/// Upstream `calculateScaleUpLimit`: `int32(max(2 * current, 4))`.
+pub fn calculate_scale_up_limit(current: i32) -> i32 {
+    crate::behavior::go_f64_to_i32(
+        (SCALE_UP_LIMIT_FACTOR * f64::from(current)).max(SCALE_UP_LIMIT_MINIMUM),
+    )
+}
+
+/// Upstream `convertDesiredReplicasWithRules`: clamp to `[min, min(max, scaleUpLimit)]`,
+/// reporting which bound applied (`TooFewReplicas` is checked first).
+pub fn convert_desired_replicas_with_rules(
+    current: i32,
+    desired: i32,
+    min_replicas: i32,
+    max_replicas: i32,
+) -> (i32, LimitReason) {
+    let scale_up_limit = calculate_scale_up_limit(current);
+    let (maximum, reason) = if max_replicas > scale_up_limit {
+        (scale_up_limit, LimitReason::ScaleUpLimit)
+    } else {
+        (max_replicas, LimitReason::TooManyReplicas)
+    };
+    if desired < min_replicas {
+        (min_replicas, LimitReason::TooFewReplicas)
+    } else if desired > maximum {
+        (maximum, reason)
+    } else {
+        (desired, LimitReason::DesiredWithinRange)
+    }
+}
+
+/// Upstream `normalizeDesiredReplicas` (no behavior): downscale stabilization over
+/// `window` (the `--horizontal-pod-autoscaler-downscale-stabilization` flag), then
+/// [`convert_desired_replicas_with_rules`].
+pub fn normalize_desired_replicas(
+    history: &mut Vec<TimestampedRecommendation>,
+    current: i32,
+    prenormalized: i32,
+    min_replicas: i32,
+    max_replicas: i32,
+    window: SignedDuration,
+    now: Timestamp,
+) -> Normalization {
+    let stabilized = stabilize_recommendation(history, prenormalized, window, now);
+    let stabilization = if stabilized != prenormalized {
+        StabilizationReason::ScaleDownStabilized
+    } else {
+        StabilizationReason::ReadyForNewScale
+    };
+    let (desired, limit) =
+        convert_desired_replicas_with_rules(current, stabilized, min_replicas, max_replicas);
+    Normalization {
+        with_behavior: false,
+        prenormalized,
+        stabilized,
+        stabilization,
+        rate_limit: Some(calculate_scale_up_limit(current)),
+        desired,
+        limit,
+    }
+}
+
+/// Upstream `normalizeDesiredReplicasWithBehaviors`: both stabilization windows, then the
+/// policy rate limits and min/max.
+#[allow(clippy::too_many_arguments)]
+pub fn normalize_desired_replicas_with_behaviors(
+    history: &mut Vec<TimestampedRecommendation>,
+    up_events: &[TimestampedScaleEvent],
+    down_events: &[TimestampedScaleEvent],
+    behavior: &EffectiveBehavior,
+    current: i32,
+    prenormalized: i32,
+    min_replicas: i32,
+    max_replicas: i32,
+    now: Timestamp,
+) -> Normalization {
+    let (stabilized, reason) = stabilize_recommendation_with_behaviors(
+        history,
+        current,
+        prenormalized,
+        behavior.scale_up_window_seconds,
+        behavior.scale_down_window_seconds,
+        now,
+    );
+    let stabilization = if stabilized != prenormalized {
+        reason
+    } else {
+        StabilizationReason::ReadyForNewScale
+    };
+    let limited = convert_desired_replicas_with_behavior_rate(
+        current,
+        stabilized,
+        min_replicas,
+        max_replicas,
+        behavior,
+        up_events,
+        down_events,
+        now,
+    );
+    Normalization {
+        with_behavior: true,
+        prenormalized,
+        stabilized,
+        stabilization,
+        rate_limit: limited.rate_limit,
+        desired: limited.replicas,
+        limit: limited.reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehavior;
+
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2025-06-01T12:00:00Z".parse().unwrap()
+    }
+
+    /// Upstream TestConvertDesiredReplicasWithRules.
+    #[test]
+    fn convert_with_rules_table() {
+        let cases = [
+            (
+                5,
+                7,
+                3,
+                8,
+                7,
+                "DesiredWithinRange",
+                "prenormalized desired replicas within range",
+            ),
+            (
+                3,
+                1,
+                2,
+                8,
+                2,
+                "TooFewReplicas",
+                "prenormalized desired replicas < minReplicas",
+            ),
+            (
+                1,
+                0,
+                0,
+                10,
+                0,
+                "DesiredWithinRange",
+                "prenormalized desired zeroed replicas within range",
+            ),
+            (
+                20,
+                1000,
+                1,
+                10,
+                10,
+                "TooManyReplicas",
+                "maxReplicas is the limit because maxReplicas < scaleUpLimit",
+            ),
+            (
+                3,
+                1000,
+                1,
+                2000,
+                calculate_scale_up_limit(3),
+                "ScaleUpLimit",
+                "scaleUpLimit is the limit because scaleUpLimit < maxReplicas",
+            ),
+        ];
+        for (current, desired, min, max, want, reason, name) in cases {
+            let (got, got_reason) = convert_desired_replicas_with_rules(current, desired, min, max);
+            assert_eq!((got, got_reason.as_str()), (want, reason), "{name}");
+        }
+    }
+
+    #[test]
+    fn scale_up_limit_is_double_or_four() {
+        assert_eq!(calculate_scale_up_limit(0), 4);
+        assert_eq!(calculate_scale_up_limit(1), 4);
+        assert_eq!(calculate_scale_up_limit(3), 6);
+        assert_eq!(calculate_scale_up_limit(10), 20);
+        // 2 * MaxInt32 overflows int32: Go's amd64 conversion gives MinInt32.
+        assert_eq!(calculate_scale_up_limit(i32::MAX), i32::MIN);
+    }
+
+    #[test]
+    fn legacy_conditions() {
+        let mut history = vec![TimestampedRecommendation {
+            recommendation: 8,
+            timestamp: now() - SignedDuration::from_mins(1),
+        }];
+        let n = normalize_desired_replicas(
+            &mut history,
+            8,
+            3,
+            1,
+            10,
+            SignedDuration::from_mins(5),
+            now(),
+        );
+        assert_eq!((n.stabilized, n.desired), (8, 8));
+        assert_eq!(n.stabilization, StabilizationReason::ScaleDownStabilized);
+        assert!(!n.limited());
+        assert_eq!(n.scaling_limited_condition().status_str(), "False");
+        assert_eq!(n.scaling_limited_condition().reason(), "DesiredWithinRange");
+        // Scale-up beyond 2x: limited.
+        let mut history = vec![];
+        let n = normalize_desired_replicas(
+            &mut history,
+            3,
+            50,
+            1,
+            100,
+            SignedDuration::from_mins(5),
+            now(),
+        );
+        assert_eq!(
+            (n.stabilized, n.desired, n.limit),
+            (50, 6, LimitReason::ScaleUpLimit)
+        );
+        assert_eq!(n.able_to_scale_condition().reason(), "ReadyForNewScale");
+        assert_eq!(n.scaling_limited_condition().status_str(), "True");
+    }
+
+    #[test]
+    fn behavior_path_end_to_end() {
+        // Default behavior, 5m down window from the flag: a recent higher recommendation
+        // holds the scale-down.
+        let eff = EffectiveBehavior::new(
+            &HorizontalPodAutoscalerBehavior::default(),
+            SignedDuration::from_mins(5),
+        );
+        let mut history = vec![TimestampedRecommendation {
+            recommendation: 10,
+            timestamp: now() - SignedDuration::from_mins(2),
+        }];
+        let n = normalize_desired_replicas_with_behaviors(
+            &mut history,
+            &[],
+            &[],
+            &eff,
+            10,
+            4,
+            1,
+            20,
+            now(),
+        );
+        assert_eq!((n.stabilized, n.desired), (10, 10));
+        assert_eq!(n.stabilization, StabilizationReason::ScaleDownStabilized);
+        assert_eq!(n.limit, LimitReason::DesiredWithinRange);
+        // Scale up from 10 to 50 with defaults: max(10+4, 10*2) = 20.
+        let n = normalize_desired_replicas_with_behaviors(
+            &mut history,
+            &[],
+            &[],
+            &eff,
+            10,
+            50,
+            1,
+            100,
+            now(),
+        );
+        assert_eq!(
+            (n.stabilized, n.desired, n.limit, n.rate_limit),
+            (50, 20, LimitReason::ScaleUpLimit, Some(20))
+        );
+        assert_eq!(n.stabilization, StabilizationReason::ReadyForNewScale);
+    }
+}

@@ -1,0 +1,253 @@
+//! Custom-metrics version discovery and kind → resource mapping, mirroring upstream
+//! `staging/src/k8s.io/metrics/pkg/client/custom_metrics/discovery.go` (`NewAvailableAPIsGetter`,
+//! `PreferredVersion`, `Invalidate`, `PeriodicallyInvalidate`) and the REST mapping used by
+//! `versioned_client.go` (`qualResourceForKind`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
+use tokio::sync::{Mutex, RwLock};
+
+/// API group of the custom metrics API.
+pub const CUSTOM_METRICS_GROUP: &str = "custom.metrics.k8s.io";
+
+/// Group versions of the custom metrics API this client speaks, most preferred first
+/// (upstream `MetricVersions`).
+pub const KNOWN_CUSTOM_METRICS_VERSIONS: [&str; 2] = [
+    "custom.metrics.k8s.io/v1beta2",
+    "custom.metrics.k8s.io/v1beta1",
+];
+
+/// Cache of the custom metrics API's preferred version (upstream `apiVersionsGetter`).
+/// Cloning shares the cache. Errors are never cached.
+#[derive(Debug, Clone, Default)]
+pub struct AvailableApis {
+    preferred: Arc<RwLock<Option<String>>>,
+}
+
+impl AvailableApis {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets the cached version, so the next call rediscovers it (upstream `Invalidate`).
+    pub async fn invalidate(&self) {
+        *self.preferred.write().await = None;
+    }
+
+    /// The cached version, if any.
+    pub async fn cached(&self) -> Option<String> {
+        self.preferred.read().await.clone()
+    }
+
+    /// Returns the cached version or runs `discover` (under the write lock, so concurrent
+    /// callers share one discovery) and caches its success.
+    pub(crate) async fn get_or_discover<F, Fut>(&self, discover: F) -> Result<String, String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<APIGroupList, String>>,
+    {
+        if let Some(v) = self.preferred.read().await.clone() {
+            return Ok(v);
+        }
+        let mut guard = self.preferred.write().await;
+        if let Some(v) = guard.clone() {
+            return Ok(v);
+        }
+        let groups = discover().await?;
+        let chosen = choose_custom_metrics_version(&groups)?;
+        *guard = Some(chosen.clone());
+        Ok(chosen)
+    }
+
+    /// Invalidates the cache every `period`, forever (upstream `PeriodicallyInvalidate`, run by
+    /// kube-controller-manager with the HPA sync period). The first invalidation happens one
+    /// period after the call, like a Go ticker. Drop the future to stop.
+    pub async fn periodically_invalidate(&self, period: std::time::Duration) {
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            ticker.tick().await;
+            self.invalidate().await;
+        }
+    }
+}
+
+/// Picks the version as upstream's `PreferredVersion` does: the group's preferred version if
+/// known, else the first known version in server order.
+pub fn choose_custom_metrics_version(groups: &APIGroupList) -> Result<String, String> {
+    let Some(group) = groups
+        .groups
+        .iter()
+        .find(|g| g.name == CUSTOM_METRICS_GROUP)
+    else {
+        return Err(format!(
+            "no custom metrics API ({CUSTOM_METRICS_GROUP}) registered"
+        ));
+    };
+    let known = |gv: &str| KNOWN_CUSTOM_METRICS_VERSIONS.contains(&gv);
+    if let Some(pref) = &group.preferred_version
+        && !pref.group_version.is_empty()
+        && known(&pref.group_version)
+    {
+        return Ok(version_of(&pref.group_version));
+    }
+    group
+        .versions
+        .iter()
+        .find(|v| known(&v.group_version))
+        .map(|v| version_of(&v.group_version))
+        .ok_or_else(|| "no known available metric versions found".to_string())
+}
+
+fn version_of(group_version: &str) -> String {
+    group_version
+        .rsplit_once('/')
+        .map_or(group_version, |(_, v)| v)
+        .to_string()
+}
+
+/// Group and version of an `apiVersion` (Go `schema.ParseGroupVersion`; unparsable → empty).
+pub fn parse_group_version(api_version: &str) -> (String, String) {
+    match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        [""] => (String::new(), String::new()),
+        [v] => (String::new(), (*v).to_string()),
+        [g, v] => ((*g).to_string(), (*v).to_string()),
+        _ => (String::new(), String::new()),
+    }
+}
+
+/// Go `GroupKind.String()`: `Kind` or `Kind.group`.
+pub fn group_kind_string(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// Kind → qualified resource (`deployments.apps`, `pods`) cache, filled from discovery of the
+/// object's group version. Only successes are cached.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KindMapper {
+    cache: Arc<Mutex<HashMap<(String, String), String>>>,
+}
+
+impl KindMapper {
+    pub(crate) async fn cached(&self, group: &str, kind: &str) -> Option<String> {
+        self.cache
+            .lock()
+            .await
+            .get(&(group.to_string(), kind.to_string()))
+            .cloned()
+    }
+
+    pub(crate) async fn store(&self, group: &str, kind: &str, resource: String) {
+        self.cache
+            .lock()
+            .await
+            .insert((group.to_string(), kind.to_string()), resource);
+    }
+}
+
+/// Finds the (non-subresource) resource serving `kind` in a discovery list, qualified with the
+/// group as Go's `GroupResource.String()` does.
+pub(crate) fn resource_for_kind(list: &APIResourceList, group: &str, kind: &str) -> Option<String> {
+    list.resources
+        .iter()
+        .find(|r| r.kind == kind && !r.name.contains('/'))
+        .map(|r| {
+            if group.is_empty() {
+                r.name.clone()
+            } else {
+                format!("{}.{group}", r.name)
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroup, GroupVersionForDiscovery};
+
+    fn group(preferred: Option<&str>, versions: &[&str]) -> APIGroupList {
+        APIGroupList {
+            groups: vec![APIGroup {
+                name: CUSTOM_METRICS_GROUP.into(),
+                preferred_version: preferred.map(|p| GroupVersionForDiscovery {
+                    group_version: p.into(),
+                    version: version_of(p),
+                }),
+                server_address_by_client_cidrs: None,
+                versions: versions
+                    .iter()
+                    .map(|v| GroupVersionForDiscovery {
+                        group_version: (*v).into(),
+                        version: version_of(v),
+                    })
+                    .collect(),
+            }],
+        }
+    }
+
+    #[test]
+    fn version_choice() {
+        let b2 = "custom.metrics.k8s.io/v1beta2";
+        let b1 = "custom.metrics.k8s.io/v1beta1";
+        assert_eq!(
+            choose_custom_metrics_version(&group(Some(b2), &[b2, b1])).unwrap(),
+            "v1beta2"
+        );
+        assert_eq!(
+            choose_custom_metrics_version(&group(Some(b1), &[b2, b1])).unwrap(),
+            "v1beta1"
+        );
+        assert_eq!(
+            choose_custom_metrics_version(&group(
+                Some("custom.metrics.k8s.io/v2"),
+                &["custom.metrics.k8s.io/v2", b1]
+            ))
+            .unwrap(),
+            "v1beta1"
+        );
+        assert_eq!(
+            choose_custom_metrics_version(&group(None, &["custom.metrics.k8s.io/v9"])).unwrap_err(),
+            "no known available metric versions found"
+        );
+        assert_eq!(
+            choose_custom_metrics_version(&APIGroupList { groups: vec![] }).unwrap_err(),
+            "no custom metrics API (custom.metrics.k8s.io) registered"
+        );
+    }
+
+    #[test]
+    fn group_versions() {
+        assert_eq!(parse_group_version("apps/v1"), ("apps".into(), "v1".into()));
+        assert_eq!(parse_group_version("v1"), ("".into(), "v1".into()));
+        assert_eq!(parse_group_version(""), ("".into(), "".into()));
+        assert_eq!(parse_group_version("a/b/c"), ("".into(), "".into()));
+        assert_eq!(group_kind_string("apps", "Deployment"), "Deployment.apps");
+        assert_eq!(group_kind_string("", "Service"), "Service");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn periodic_invalidation_forgets_the_version() {
+        let apis = AvailableApis::new();
+        let v = apis
+            .get_or_discover(|| async { Ok(group(Some("custom.metrics.k8s.io/v1beta2"), &[])) })
+            .await
+            .unwrap();
+        assert_eq!(v, "v1beta2");
+        let bg = apis.clone();
+        let task = tokio::spawn(async move {
+            bg.periodically_invalidate(std::time::Duration::from_secs(15))
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_secs(14)).await;
+        assert_eq!(apis.cached().await.as_deref(), Some("v1beta2"));
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert_eq!(apis.cached().await, None);
+        task.abort();
+    }
+}

@@ -1,0 +1,534 @@
+//! The REST `MetricsClient`, mirroring upstream `pkg/controller/podautoscaler/metrics/client.go`
+//! (`restMetricsClient`: `resourceMetricsClient`, `customMetricsClient`,
+//! `externalMetricsClient`) together with the request building of the client libraries it uses:
+//! the generated `metrics.k8s.io/v1beta1` clientset, `custom_metrics` (`multi_client.go`,
+//! `versioned_client.go`) and `external_metrics/client.go`.
+//!
+//! Requests go through one `kube::Client`. Paths and parameters follow upstream exactly
+//! (`labelSelector`, `metricLabelSelector`, empty ones omitted); the wildcard object name is sent
+//! as a literal `*`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList, Time};
+use serde::de::DeserializeOwned;
+
+use crate::client::MetricsClient;
+use crate::discovery::{
+    AvailableApis, CUSTOM_METRICS_GROUP, KindMapper, group_kind_string, parse_group_version,
+    resource_for_kind,
+};
+use crate::error::{FetchError, MetricsError, generic_server_response};
+use crate::quantity::Quantity;
+use crate::selector::Selector;
+use crate::types::{PodMetric, PodMetricsInfo};
+use crate::wire::{
+    ExternalMetricValueList, MetricValue, MetricValueList, PodMetrics, PodMetricsList, Status,
+    go_zero_time,
+};
+
+/// Window assumed for custom metrics that report none (upstream
+/// `metricServerDefaultMetricWindow`).
+pub const METRIC_SERVER_DEFAULT_METRIC_WINDOW: Duration = Duration::from_secs(60);
+
+const RESOURCE_METRICS_GROUP: &str = "metrics.k8s.io";
+const EXTERNAL_METRICS_GROUP: &str = "external.metrics.k8s.io";
+
+/// `MetricsClient` over the Kubernetes API (upstream `NewRESTMetricsClient`).
+///
+/// Build the `kube::Client` with `Config::default_retry = false` to behave like client-go: kube
+/// retries 429/503/504 answers by default (up to 15 times with backoff), client-go does not
+/// (without a `Retry-After` header), and the HPA expects the error right away.
+#[derive(Clone)]
+pub struct RestMetricsClient {
+    client: kube::Client,
+    available_apis: AvailableApis,
+    mapper: KindMapper,
+}
+
+impl std::fmt::Debug for RestMetricsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestMetricsClient").finish_non_exhaustive()
+    }
+}
+
+impl RestMetricsClient {
+    /// A client with its own custom-metrics version cache.
+    pub fn new(client: kube::Client) -> Self {
+        Self::with_available_apis(client, AvailableApis::new())
+    }
+
+    /// A client sharing the given version cache (so its owner can invalidate it, e.g. with
+    /// [`AvailableApis::periodically_invalidate`] every sync period).
+    pub fn with_available_apis(client: kube::Client, available_apis: AvailableApis) -> Self {
+        RestMetricsClient {
+            client,
+            available_apis,
+            mapper: KindMapper::default(),
+        }
+    }
+
+    /// The custom-metrics version cache.
+    pub fn available_apis(&self) -> &AvailableApis {
+        &self.available_apis
+    }
+
+    /// GET `path_and_query`, decoding a 2xx body as `T`; other answers become client-go's error
+    /// text for `(get <qualified_resource> <name>)`.
+    async fn get_json<T: DeserializeOwned>(
+        &self,
+        path_and_query: &str,
+        qualified_resource: &str,
+        name: &str,
+    ) -> Result<T, FetchError> {
+        let request = http::Request::get(path_and_query)
+            .header(http::header::ACCEPT, "application/json")
+            .body(kube::client::Body::empty())
+            .map_err(|e| FetchError::other(e.to_string()))?;
+        let response = self
+            .client
+            .send(request)
+            .await
+            .map_err(|e| FetchError::other(e.to_string()))?;
+        let status = response.status();
+        let is_text = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/plain"));
+        let body = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .map_err(|e| FetchError::other(e.to_string()))?;
+        if !status.is_success() {
+            let code = status.as_u16();
+            if let Ok(st) = serde_json::from_slice::<Status>(&body)
+                && st.kind.as_deref().is_none_or(|k| k == "Status")
+                && st.status.as_deref() == Some("Failure")
+            {
+                return Err(FetchError {
+                    status: Some(code),
+                    message: st.message.unwrap_or_default(),
+                });
+            }
+            let server_message = if is_text {
+                let text = String::from_utf8_lossy(&body[..body.len().min(1024)]);
+                text.trim().to_string()
+            } else {
+                "unknown".to_string()
+            };
+            return Err(FetchError {
+                status: Some(code),
+                message: generic_server_response(code, qualified_resource, name, &server_message),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|e| FetchError::other(e.to_string()))
+    }
+
+    /// The custom metrics API version to use (cached; rediscovered after invalidation).
+    async fn custom_metrics_version(&self) -> Result<String, FetchError> {
+        self.available_apis
+            .get_or_discover(|| async {
+                self.get_json::<APIGroupList>("/apis", "", "")
+                    .await
+                    .map_err(|e| e.message)
+            })
+            .await
+            .map_err(FetchError::other)
+    }
+
+    /// Go `qualResourceForKind`: `deployments.apps`, `pods`, …
+    async fn qualified_resource_for_kind(
+        &self,
+        api_version: &str,
+        group: &str,
+        kind: &str,
+    ) -> Result<String, FetchError> {
+        if let Some(r) = self.mapper.cached(group, kind).await {
+            return Ok(r);
+        }
+        let path = if group.is_empty() {
+            "/api/v1".to_string()
+        } else {
+            format!("/apis/{}", escape_path(api_version))
+        };
+        let found = match self.get_json::<APIResourceList>(&path, "", "").await {
+            Ok(list) => resource_for_kind(&list, group, kind),
+            Err(_) => None,
+        };
+        match found {
+            Some(r) => {
+                self.mapper.store(group, kind, r.clone()).await;
+                Ok(r)
+            }
+            None => Err(FetchError::other(format!(
+                "unable to map kind {} to resource: no matches for kind {} in group {}",
+                group_kind_string(group, kind),
+                crate::selector::go_quote(kind),
+                crate::selector::go_quote(group)
+            ))),
+        }
+    }
+
+    async fn custom_metric_list(
+        &self,
+        path_after_version: &str,
+        query: &[(&str, String)],
+        qualified_resource: &str,
+        name: &str,
+    ) -> Result<MetricValueList, FetchError> {
+        let version = self.custom_metrics_version().await?;
+        let url = format!(
+            "/apis/{CUSTOM_METRICS_GROUP}/{version}{path_after_version}{}",
+            encode_query(query)
+        );
+        let list: MetricValueList = self
+            .get_json(
+                &url,
+                &format!("{qualified_resource}.{CUSTOM_METRICS_GROUP}"),
+                name,
+            )
+            .await?;
+        if let Some(kind) = list.kind.as_deref()
+            && kind != "MetricValueList"
+        {
+            return Err(FetchError::other(format!(
+                "the custom metrics API server didn't return MetricValueList, the type is {kind}"
+            )));
+        }
+        for item in &list.items {
+            parse_quantity(&item.value)?;
+        }
+        Ok(list)
+    }
+}
+
+fn timestamp(t: Option<&Time>) -> jiff::Timestamp {
+    t.map_or_else(go_zero_time, |t| t.0)
+}
+
+fn parse_quantity(
+    q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+) -> Result<Quantity, FetchError> {
+    Quantity::from_k8s(q).map_err(|e| FetchError::other(e.to_string()))
+}
+
+fn milli(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
+    parse_quantity(q).map_or(0, |q| q.milli_value())
+}
+
+fn pod_window(m: &PodMetrics) -> Duration {
+    m.window
+        .as_deref()
+        .and_then(|w| w.parse::<hpa_config::GoDuration>().ok())
+        .map_or(Duration::ZERO, hpa_config::GoDuration::to_std)
+}
+
+fn custom_window(m: &MetricValue) -> Duration {
+    match m.window_seconds() {
+        None => METRIC_SERVER_DEFAULT_METRIC_WINDOW,
+        Some(s) => Duration::from_secs(u64::try_from(s).unwrap_or(0)),
+    }
+}
+
+/// Upstream `getPodMetrics`: per pod, the sum over all containers; a pod with no containers or
+/// with a container lacking the resource is left out.
+pub fn pod_sum_metrics(items: &[PodMetrics], resource: &str) -> PodMetricsInfo {
+    let mut res = PodMetricsInfo::with_capacity(items.len());
+    for m in items {
+        let name = m.metadata.name.clone().unwrap_or_default();
+        let mut sum: i64 = 0;
+        let mut missing = m.containers.is_empty();
+        for c in &m.containers {
+            match c.usage.get(resource) {
+                Some(q) => sum = sum.wrapping_add(milli(q)),
+                None => {
+                    missing = true;
+                    tracing::debug!(resource_metric = resource, pod = %name, "Missing resource metric");
+                    break;
+                }
+            }
+        }
+        if !missing {
+            res.insert(
+                name,
+                PodMetric {
+                    timestamp: timestamp(m.timestamp.as_ref()),
+                    window: pod_window(m),
+                    value: sum,
+                },
+            );
+        }
+    }
+    res
+}
+
+/// Upstream `getContainerMetrics`: per pod, the named container's usage; a pod without that
+/// container, or whose container lacks the resource, is left out.
+pub fn container_metrics(items: &[PodMetrics], resource: &str, container: &str) -> PodMetricsInfo {
+    let mut res = PodMetricsInfo::with_capacity(items.len());
+    for m in items {
+        let name = m.metadata.name.clone().unwrap_or_default();
+        match m.containers.iter().find(|c| c.name == container) {
+            Some(c) => {
+                if let Some(q) = c.usage.get(resource) {
+                    res.insert(
+                        name,
+                        PodMetric {
+                            timestamp: timestamp(m.timestamp.as_ref()),
+                            window: pod_window(m),
+                            value: milli(q),
+                        },
+                    );
+                }
+            }
+            None => {
+                tracing::debug!(container, pod = %name, "Missing container metric");
+            }
+        }
+    }
+    res
+}
+
+#[async_trait::async_trait]
+impl MetricsClient for RestMetricsClient {
+    async fn get_resource_metric<'a>(
+        &self,
+        resource: &str,
+        namespace: &str,
+        selector: &Selector,
+        container: Option<&'a str>,
+    ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+        let url = format!(
+            "/apis/{RESOURCE_METRICS_GROUP}/v1beta1/namespaces/{}/pods{}",
+            escape_path(namespace),
+            encode_query(&[("labelSelector", selector.to_string())])
+        );
+        let list: PodMetricsList = self
+            .get_json(&url, &format!("pods.{RESOURCE_METRICS_GROUP}"), "")
+            .await
+            .map_err(MetricsError::ResourceFetch)?;
+        // Go decodes every quantity of the answer; a bad one fails the whole call.
+        for q in list
+            .items
+            .iter()
+            .flat_map(|m| m.containers.iter().flat_map(|c| c.usage.values()))
+        {
+            parse_quantity(q).map_err(MetricsError::ResourceFetch)?;
+        }
+        let Some(first) = list.items.first() else {
+            return Err(MetricsError::NoResourceMetrics);
+        };
+        let ts = timestamp(first.timestamp.as_ref());
+        let metrics = match container.filter(|c| !c.is_empty()) {
+            Some(c) => container_metrics(&list.items, resource, c),
+            None => pod_sum_metrics(&list.items, resource),
+        };
+        Ok((metrics, ts))
+    }
+
+    async fn get_raw_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        selector: &Selector,
+        metric_selector: &Selector,
+    ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+        let path = format!(
+            "/namespaces/{}/pods/*/{}",
+            escape_path(namespace),
+            escape_path(metric_name)
+        );
+        let list = self
+            .custom_metric_list(
+                &path,
+                &[
+                    ("labelSelector", selector.to_string()),
+                    ("metricLabelSelector", metric_selector.to_string()),
+                ],
+                "pods",
+                "*",
+            )
+            .await
+            .map_err(MetricsError::CustomFetch)?;
+        let Some(first) = list.items.first() else {
+            return Err(MetricsError::NoCustomMetrics);
+        };
+        let ts = timestamp(first.timestamp.as_ref());
+        let mut res = PodMetricsInfo::with_capacity(list.items.len());
+        for m in &list.items {
+            res.insert(
+                m.described_object.name.clone(),
+                PodMetric {
+                    timestamp: timestamp(m.timestamp.as_ref()),
+                    window: custom_window(m),
+                    value: milli(&m.value),
+                },
+            );
+        }
+        Ok((res, ts))
+    }
+
+    async fn get_object_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        object: &CrossVersionObjectReference,
+        metric_selector: &Selector,
+    ) -> Result<(i64, jiff::Timestamp), MetricsError> {
+        let api_version = object.api_version.as_deref().unwrap_or_default();
+        let (group, _) = parse_group_version(api_version);
+        let kind = object.kind.as_str();
+        let query = [("metricLabelSelector", metric_selector.to_string())];
+        let list = if kind == "Namespace" && group.is_empty() {
+            // Root-scoped namespace metrics; the object's name is ignored on purpose.
+            let path = format!(
+                "/namespaces/{}/metrics/{}",
+                escape_path(namespace),
+                escape_path(metric_name)
+            );
+            self.custom_metric_list(&path, &query, "metrics", metric_name)
+                .await
+        } else {
+            // Upstream resolves the preferred version before mapping the kind.
+            let mapped = match self.custom_metrics_version().await {
+                Err(e) => Err(e),
+                Ok(_) => {
+                    self.qualified_resource_for_kind(api_version, &group, kind)
+                        .await
+                }
+            };
+            match mapped {
+                Err(e) => Err(e),
+                Ok(resource) => {
+                    let path = format!(
+                        "/namespaces/{}/{}/{}/{}",
+                        escape_path(namespace),
+                        escape_path(&resource),
+                        escape_path(&object.name),
+                        escape_path(metric_name)
+                    );
+                    self.custom_metric_list(&path, &query, &resource, &object.name)
+                        .await
+                }
+            }
+        }
+        .map_err(MetricsError::CustomFetch)?;
+        let [item] = list.items.as_slice() else {
+            return Err(MetricsError::CustomFetch(FetchError::other(format!(
+                "the custom metrics API server returned {} results when we asked for exactly one",
+                list.items.len()
+            ))));
+        };
+        Ok((milli(&item.value), timestamp(item.timestamp.as_ref())))
+    }
+
+    async fn get_external_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        selector: &Selector,
+    ) -> Result<(Vec<i64>, jiff::Timestamp), MetricsError> {
+        let url = format!(
+            "/apis/{EXTERNAL_METRICS_GROUP}/v1beta1/namespaces/{}/{}{}",
+            escape_path(namespace),
+            escape_path(metric_name),
+            encode_query(&[("labelSelector", selector.to_string())])
+        );
+        let list: ExternalMetricValueList = self
+            .get_json(&url, &format!("{metric_name}.{EXTERNAL_METRICS_GROUP}"), "")
+            .await
+            .map_err(MetricsError::ExternalFetch)?;
+        for item in &list.items {
+            parse_quantity(&item.value).map_err(MetricsError::ExternalFetch)?;
+        }
+        let Some(first) = list.items.first() else {
+            return Err(MetricsError::NoExternalMetrics);
+        };
+        let values = list.items.iter().map(|m| milli(&m.value)).collect();
+        Ok((values, timestamp(first.timestamp.as_ref())))
+    }
+}
+
+/// Go `url.Values.Encode()` of the non-empty parameters (sorted by key), with a leading `?`.
+fn encode_query(params: &[(&str, String)]) -> String {
+    let sorted: BTreeMap<&str, &str> = params
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    if sorted.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = sorted
+        .iter()
+        .map(|(k, v)| format!("{}={}", query_escape(k), query_escape(v)))
+        .collect();
+    format!("?{}", parts.join("&"))
+}
+
+/// Go `url.QueryEscape`.
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Go's path escaping (`url.URL.EscapedPath`), keeping `*` literal for the wildcard name.
+fn escape_path(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'~'
+            | b'$'
+            | b'&'
+            | b'+'
+            | b','
+            | b'/'
+            | b':'
+            | b';'
+            | b'='
+            | b'@'
+            | b'*' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_encoding_matches_go() {
+        assert_eq!(encode_query(&[("labelSelector", String::new())]), "");
+        assert_eq!(
+            encode_query(&[
+                ("metricLabelSelector", "a=b".into()),
+                ("labelSelector", "app=web,tier in (a,b)".into()),
+            ]),
+            "?labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&metricLabelSelector=a%3Db"
+        );
+        assert_eq!(escape_path("deployments.apps"), "deployments.apps");
+        assert_eq!(escape_path("a b?"), "a%20b%3F");
+    }
+}

@@ -1,0 +1,563 @@
+//! Tests of the async shell ([`crate::calculator`]) with `mockall` mocks of the metrics client
+//! and the pod lister: every upstream case of `replica_calculator_test.go` once more end to end
+//! (fetch, wrap, compute, timestamps), plus the arguments passed to the clients, error texts and
+//! the lazy pod listing.
+
+use std::sync::Arc;
+
+use hpa_metrics::{FetchError, MetricsError, MockMetricsClient, Selector};
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::calculator::{
+    ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest, MetricReplicas,
+    MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
+    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicasRequest,
+};
+use crate::pod_lister::{MockPodLister, PodListError};
+use crate::tolerances::Tolerances;
+use crate::upstream_tests::{
+    MetricCase, MetricType, ResourceCase, TEST_NAMESPACE, assert_no_failures, metric_cases, now,
+    resource_cases, resource_mismatch, run_metric_pure, run_resource_pure, test_config,
+};
+
+/// The timestamp the mocked metrics client reports (upstream's fakes use the zero time; a
+/// distinct value shows which methods pass it through).
+fn metrics_ts() -> Timestamp {
+    Timestamp::constant(1_767_225_000, 0)
+}
+
+fn pod_selector() -> Selector {
+    "name=test-pod".parse().expect("selector")
+}
+
+fn deployment() -> CrossVersionObjectReference {
+    CrossVersionObjectReference {
+        api_version: Some("apps/v1".to_owned()),
+        kind: "Deployment".to_owned(),
+        name: "some-deployment".to_owned(),
+    }
+}
+
+fn label_value_selector() -> LabelSelector {
+    LabelSelector {
+        match_labels: Some([("label".to_owned(), "value".to_owned())].into()),
+        match_expressions: None,
+    }
+}
+
+fn lister_for(pods: Vec<Arc<k8s_openapi::api::core::v1::Pod>>) -> MockPodLister {
+    let mut lister = MockPodLister::new();
+    lister
+        .expect_list()
+        .withf(|ns, sel| ns == TEST_NAMESPACE && sel.to_string() == "name=test-pod")
+        .returning(move |_, _| Ok(pods.clone()));
+    lister
+}
+
+fn calculator(metrics: MockMetricsClient, lister: MockPodLister) -> ReplicaCalculator {
+    ReplicaCalculator::new(Arc::new(metrics), Arc::new(lister), test_config())
+}
+
+async fn run_resource_shell(case: &ResourceCase) -> Result<(i32, i32, i64), String> {
+    let mut metrics = MockMetricsClient::new();
+    let sample = case.scenario.resource_metrics();
+    let container = case.scenario.container;
+    metrics
+        .expect_get_resource_metric()
+        .withf(move |resource, ns, sel, c| {
+            resource == "cpu"
+                && ns == TEST_NAMESPACE
+                && sel.to_string() == "name=test-pod"
+                && *c == container
+        })
+        .times(1)
+        .returning(move |_, _, _, _| match &sample {
+            Some(m) => Ok((m.clone(), metrics_ts())),
+            None => Err(MetricsError::NoResourceMetrics),
+        });
+    let calc = calculator(metrics, lister_for(case.scenario.pods()));
+    let selector = pod_selector();
+    let got = calc
+        .get_resource_replicas(
+            ResourceReplicasRequest {
+                current_replicas: case.scenario.current_replicas,
+                target_utilization: case.target_utilization,
+                resource: "cpu",
+                tolerances: case.tolerances.unwrap_or_default(),
+                namespace: TEST_NAMESPACE,
+                selector: &selector,
+                container: case.scenario.container,
+            },
+            now(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    assert_eq!(got.timestamp, metrics_ts(), "{}", case.name);
+    Ok((got.replica_count, got.utilization, got.raw_utilization))
+}
+
+#[tokio::test]
+async fn resource_replicas_upstream_cases_through_the_shell() {
+    let mut failures = Vec::new();
+    for case in resource_cases() {
+        let got = run_resource_shell(&case).await;
+        failures.extend(resource_mismatch(&case, &got));
+        // The pure core and the shell agree (the shell only adds fetching).
+        if case.scenario.resource_metrics().is_some() && run_resource_pure(&case) != got {
+            failures.push(format!("{}: pure and shell differ", case.name));
+        }
+    }
+    assert_no_failures(&failures);
+}
+
+async fn run_metric_shell(case: &MetricCase) -> MetricReplicas {
+    let s = &case.scenario;
+    let levels = s.metric_levels.clone();
+    let mut metrics = MockMetricsClient::new();
+    let tolerances = case.tolerances.unwrap_or_default();
+    let selector = pod_selector();
+    let everything = Selector::everything();
+    let object = deployment();
+    let metric_selector = label_value_selector();
+    match case.metric_type {
+        MetricType::Object | MetricType::ObjectPerPod => {
+            metrics
+                .expect_get_object_metric()
+                .withf(|name, ns, obj, _| {
+                    name == "qps" && ns == TEST_NAMESPACE && obj.name == "some-deployment"
+                })
+                .times(1)
+                .returning(move |_, _, _, _| Ok((levels[0], metrics_ts())));
+        }
+        MetricType::External | MetricType::ExternalPerPod => {
+            metrics
+                .expect_get_external_metric()
+                .withf(|name, ns, sel| {
+                    name == "qps" && ns == TEST_NAMESPACE && sel.to_string() == "label=value"
+                })
+                .times(1)
+                .returning(move |_, _, _| Ok((levels.clone(), metrics_ts())));
+        }
+        MetricType::Pods => {
+            let sample = s.pods_metrics();
+            metrics
+                .expect_get_raw_metric()
+                .withf(|name, ns, sel, _| {
+                    name == "qps" && ns == TEST_NAMESPACE && sel.to_string() == "name=test-pod"
+                })
+                .times(1)
+                .returning(move |_, _, _, _| Ok((sample.clone(), metrics_ts())));
+        }
+    }
+    let calc = calculator(metrics, lister_for(s.pods()));
+    let result = match case.metric_type {
+        MetricType::Object => {
+            calc.get_object_metric_replicas(ObjectMetricReplicasRequest {
+                current_replicas: s.current_replicas,
+                target_usage: case.target,
+                metric_name: "qps",
+                tolerances,
+                namespace: TEST_NAMESPACE,
+                object_ref: &object,
+                selector: &selector,
+                metric_selector: &everything,
+            })
+            .await
+        }
+        MetricType::ObjectPerPod => {
+            calc.get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
+                status_replicas: s.current_replicas,
+                target_average_usage: case.target,
+                metric_name: "qps",
+                tolerances,
+                namespace: TEST_NAMESPACE,
+                object_ref: &object,
+                metric_selector: &everything,
+            })
+            .await
+        }
+        MetricType::External => {
+            calc.get_external_metric_replicas(ExternalMetricReplicasRequest {
+                current_replicas: s.current_replicas,
+                target_usage: case.target,
+                metric_name: "qps",
+                tolerances,
+                namespace: TEST_NAMESPACE,
+                metric_selector: Some(&metric_selector),
+                pod_selector: &selector,
+            })
+            .await
+        }
+        MetricType::ExternalPerPod => {
+            calc.get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
+                status_replicas: s.current_replicas,
+                target_usage_per_pod: case.target,
+                metric_name: "qps",
+                tolerances,
+                namespace: TEST_NAMESPACE,
+                metric_selector: Some(&metric_selector),
+            })
+            .await
+        }
+        MetricType::Pods => {
+            calc.get_metric_replicas(
+                MetricReplicasRequest {
+                    current_replicas: s.current_replicas,
+                    target_usage: case.target,
+                    metric_name: "qps",
+                    tolerances,
+                    namespace: TEST_NAMESPACE,
+                    selector: &selector,
+                    metric_selector: &everything,
+                },
+                now(),
+            )
+            .await
+        }
+    };
+    result.unwrap_or_else(|e| panic!("{}: {e}", case.name))
+}
+
+#[tokio::test]
+async fn metric_replicas_upstream_cases_through_the_shell() {
+    for case in metric_cases() {
+        let got = run_metric_shell(&case).await;
+        assert_eq!(
+            case.expected,
+            (got.replica_count, got.usage),
+            "{}",
+            case.name
+        );
+        assert_eq!(
+            run_metric_pure(&case).expect("pure"),
+            (got.replica_count, got.usage),
+            "{}",
+            case.name
+        );
+        // Object / External `Value` results carry Go's zero time; the others the metric's.
+        let want_ts = match case.metric_type {
+            MetricType::Object | MetricType::External => None,
+            _ => Some(metrics_ts()),
+        };
+        assert_eq!(want_ts, got.timestamp, "{}", case.name);
+    }
+}
+
+fn failing_fetch() -> FetchError {
+    FetchError::other("boom")
+}
+
+#[tokio::test]
+async fn resource_fetch_errors_are_wrapped() {
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_resource_metric()
+        .returning(|_, _, _, _| Err(MetricsError::ResourceFetch(failing_fetch())));
+    let mut lister = MockPodLister::new();
+    lister.expect_list().times(0);
+    let calc = calculator(metrics, lister);
+    let selector = pod_selector();
+    let err = calc
+        .get_raw_resource_replicas(
+            RawResourceReplicasRequest {
+                current_replicas: 1,
+                target_usage: 100,
+                resource: "memory",
+                tolerances: Tolerances::default(),
+                namespace: TEST_NAMESPACE,
+                selector: &selector,
+                container: Some(""),
+            },
+            now(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to get metrics for resource memory: unable to fetch metrics from resource metrics API: boom"
+    );
+}
+
+#[tokio::test]
+async fn raw_resource_replicas_pass_the_container_and_apply_cpu_readiness() {
+    // Two pods; pod 1 is not ready (Ready=False, zero start and transition times) so its CPU
+    // sample is dropped; the scale-up then fills it in with 0.
+    let scenario = crate::upstream_tests::Scenario {
+        current_replicas: 2,
+        readiness: vec!["True", "False"],
+        ..Default::default()
+    };
+    let pods = scenario.pods();
+    let sample: hpa_metrics::PodMetricsInfo = [("test-pod-0", 3000), ("test-pod-1", 3000)]
+        .into_iter()
+        .map(|(n, v)| {
+            (
+                n.to_owned(),
+                hpa_metrics::PodMetric {
+                    timestamp: crate::GO_ZERO_TIME,
+                    window: std::time::Duration::from_secs(60),
+                    value: v,
+                },
+            )
+        })
+        .collect();
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_resource_metric()
+        .withf(|r, _, _, c| r == "cpu" && *c == Some("app"))
+        .returning(move |_, _, _, _| Ok((sample.clone(), metrics_ts())));
+    let calc = calculator(metrics, lister_for(pods));
+    let selector = pod_selector();
+    let got = calc
+        .get_raw_resource_replicas(
+            RawResourceReplicasRequest {
+                current_replicas: 2,
+                target_usage: 1000,
+                resource: "cpu",
+                tolerances: Tolerances::default(),
+                namespace: TEST_NAMESPACE,
+                selector: &selector,
+                container: Some("app"),
+            },
+            now(),
+        )
+        .await
+        .unwrap();
+    // usage 3000 (ready pod only), ratio 3; with the unready pod at 0: 1500/1000 × 2 = 3.
+    assert_eq!(
+        got,
+        MetricReplicas {
+            replica_count: 3,
+            usage: 3000,
+            timestamp: Some(metrics_ts()),
+        }
+    );
+}
+
+#[tokio::test]
+async fn pods_metric_errors_are_wrapped() {
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_raw_metric()
+        .returning(|_, _, _, _| Err(MetricsError::NoCustomMetrics));
+    let calc = calculator(metrics, MockPodLister::new());
+    let selector = pod_selector();
+    let err = calc
+        .get_metric_replicas(
+            MetricReplicasRequest {
+                current_replicas: 1,
+                target_usage: 1,
+                metric_name: "qps",
+                tolerances: Tolerances::default(),
+                namespace: TEST_NAMESPACE,
+                selector: &selector,
+                metric_selector: &Selector::everything(),
+            },
+            now(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to get metric qps: no metrics returned from custom metrics API"
+    );
+}
+
+#[tokio::test]
+async fn object_metric_errors_keep_upstreams_argument_order() {
+    for per_pod in [false, true] {
+        let mut metrics = MockMetricsClient::new();
+        metrics
+            .expect_get_object_metric()
+            .returning(|_, _, _, _| Err(MetricsError::CustomFetch(failing_fetch())));
+        let calc = calculator(metrics, MockPodLister::new());
+        let object = deployment();
+        let everything = Selector::everything();
+        let err = if per_pod {
+            calc.get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
+                status_replicas: 1,
+                target_average_usage: 1,
+                metric_name: "qps",
+                tolerances: Tolerances::default(),
+                namespace: "default",
+                object_ref: &object,
+                metric_selector: &everything,
+            })
+            .await
+        } else {
+            calc.get_object_metric_replicas(ObjectMetricReplicasRequest {
+                current_replicas: 1,
+                target_usage: 1,
+                metric_name: "qps",
+                tolerances: Tolerances::default(),
+                namespace: "default",
+                object_ref: &object,
+                selector: &pod_selector(),
+                metric_selector: &everything,
+            })
+            .await
+        }
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unable to get metric qps: Deployment on default some-deployment/unable to fetch metrics from custom metrics API: boom"
+        );
+    }
+}
+
+#[tokio::test]
+async fn object_metric_within_tolerance_does_not_list_pods() {
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_object_metric()
+        .returning(|_, _, _, _| Ok((1050, metrics_ts())));
+    let mut lister = MockPodLister::new();
+    lister.expect_list().times(0);
+    let calc = calculator(metrics, lister);
+    let got = calc
+        .get_object_metric_replicas(ObjectMetricReplicasRequest {
+            current_replicas: 4,
+            target_usage: 1000,
+            metric_name: "qps",
+            tolerances: Tolerances::default(),
+            namespace: TEST_NAMESPACE,
+            object_ref: &deployment(),
+            selector: &pod_selector(),
+            metric_selector: &Selector::everything(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (got.replica_count, got.usage, got.timestamp),
+        (4, 1050, None)
+    );
+}
+
+#[tokio::test]
+async fn ready_pod_listing_errors_are_wrapped_twice() {
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_external_metric()
+        .returning(|_, _, _| Ok((vec![5000], metrics_ts())));
+    let mut lister = MockPodLister::new();
+    lister
+        .expect_list()
+        .times(1)
+        .returning(|_, _| Err(PodListError::new("cache not synced")));
+    let calc = calculator(metrics, lister);
+    let err = calc
+        .get_external_metric_replicas(ExternalMetricReplicasRequest {
+            current_replicas: 2,
+            target_usage: 1000,
+            metric_name: "qps",
+            tolerances: Tolerances::default(),
+            namespace: TEST_NAMESPACE,
+            metric_selector: None,
+            pod_selector: &pod_selector(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to calculate ready pods: unable to get pods while calculating replica count: cache not synced"
+    );
+}
+
+#[tokio::test]
+async fn external_metric_errors_render_the_selector_like_go() {
+    let mut metrics = MockMetricsClient::new();
+    metrics
+        .expect_get_external_metric()
+        .returning(|_, _, _| Err(MetricsError::NoExternalMetrics));
+    let calc = calculator(metrics, MockPodLister::new());
+    let selector = label_value_selector();
+    let err = calc
+        .get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
+            status_replicas: 1,
+            target_usage_per_pod: 1,
+            metric_name: "qps",
+            tolerances: Tolerances::default(),
+            namespace: TEST_NAMESPACE,
+            metric_selector: Some(&selector),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to get external metric test-namespace/qps/&LabelSelector{MatchLabels:map[string]string{label: value,},MatchExpressions:[]LabelSelectorRequirement{},}: no metrics returned from external metrics API"
+    );
+}
+
+#[tokio::test]
+async fn invalid_external_metric_selector_is_returned_unwrapped() {
+    let mut metrics = MockMetricsClient::new();
+    metrics.expect_get_external_metric().times(0);
+    let calc = calculator(metrics, MockPodLister::new());
+    let selector = LabelSelector {
+        match_labels: None,
+        match_expressions: Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+                key: "a".to_owned(),
+                operator: "Bogus".to_owned(),
+                values: None,
+            },
+        ]),
+    };
+    let err = calc
+        .get_external_metric_replicas(ExternalMetricReplicasRequest {
+            current_replicas: 1,
+            target_usage: 1,
+            metric_name: "qps",
+            tolerances: Tolerances::default(),
+            namespace: TEST_NAMESPACE,
+            metric_selector: Some(&selector),
+            pod_selector: &pod_selector(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, crate::CalculatorError::MetricSelector(_)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn resource_replicas_report_list_errors_and_empty_lists() {
+    for (listed, want) in [
+        (
+            Err(PodListError::new("boom")),
+            "unable to get pods while calculating replica count: boom",
+        ),
+        (
+            Ok(vec![]),
+            "no pods returned by selector while calculating replica count",
+        ),
+    ] {
+        let mut metrics = MockMetricsClient::new();
+        metrics
+            .expect_get_resource_metric()
+            .returning(|_, _, _, _| Ok((Default::default(), metrics_ts())));
+        let mut lister = MockPodLister::new();
+        lister.expect_list().return_once(move |_, _| listed);
+        let calc = calculator(metrics, lister);
+        let selector = pod_selector();
+        let err = calc
+            .get_resource_replicas(
+                ResourceReplicasRequest {
+                    current_replicas: 1,
+                    target_utilization: 50,
+                    resource: "cpu",
+                    tolerances: Tolerances::default(),
+                    namespace: TEST_NAMESPACE,
+                    selector: &selector,
+                    container: None,
+                },
+                now(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), want);
+    }
+}
