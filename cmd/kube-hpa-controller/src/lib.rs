@@ -2,4 +2,9 @@
 //! leader election (and, with the controller, the client, serving and signal handling).
 //! Mirrors what `cmd/kube-controller-manager/app` does around its controllers.
 
+pub mod auth;
+pub mod client;
 pub mod leader_election;
+pub mod logging;
+pub mod metrics;
+pub mod serving;

@@ -1,0 +1,189 @@
+//! The API client against a loopback fake API: client-side QPS/burst really delays requests
+//! (tokio paused time), client-go's REST client metrics are counted, the user agent is sent,
+//! and a bad `--kubeconfig` fails clearly.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube_hpa_controller::client::{
+    ClientError, TokioClock, build_client, client_from_config, user_agent,
+};
+use kube_hpa_controller::metrics::RestClientMetrics;
+use prometheus::Registry;
+
+fn sample_sum(registry: &Registry, name: &str) -> (u64, f64) {
+    for family in registry.gather() {
+        if family.name() == name {
+            let h = family.get_metric()[0].get_histogram();
+            return (h.get_sample_count(), h.get_sample_sum());
+        }
+    }
+    panic!("{name} not gathered");
+}
+
+#[tokio::test(start_paused = true)]
+async fn qps_and_burst_delay_requests_and_metrics_count_them() {
+    let (addr, seen) = common::fake_api().await;
+    let registry = Registry::new();
+    let metrics = RestClientMetrics::new(&registry).unwrap();
+    // 2 QPS, burst 3: three requests at once, then one every 500ms.
+    let client = client_from_config(
+        common::config_for(addr),
+        Some((2.0, 3)),
+        Some(metrics.clone()),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let start = tokio::time::Instant::now();
+    let mut at = Vec::new();
+    for _ in 0..5 {
+        let cm = api.get("x").await.unwrap();
+        assert_eq!(cm.data.unwrap()["k"], "v");
+        at.push(start.elapsed());
+    }
+    // Virtual time: the first three do not wait; the 4th waits 0.5s, the 5th 0.5s more.
+    // (tokio timers round up to the next millisecond.)
+    let ms = |d: Duration| d.as_millis();
+    assert_eq!(ms(at[2]), 0, "{at:?}");
+    assert!((500..=502).contains(&ms(at[3])), "{at:?}");
+    assert!((1000..=1004).contains(&ms(at[4])), "{at:?}");
+    assert_eq!(seen.lock().unwrap().gets, 5);
+
+    let host = addr.to_string();
+    assert_eq!(
+        metrics
+            .requests
+            .with_label_values(&["200", "GET", &host])
+            .get(),
+        5
+    );
+    let (count, sum) = sample_sum(&registry, "rest_client_rate_limiter_duration_seconds");
+    assert_eq!(count, 5);
+    assert!((1.0..1.01).contains(&sum), "waited {sum}s in total");
+    let (count, _) = sample_sum(&registry, "rest_client_request_duration_seconds");
+    assert_eq!(count, 5);
+}
+
+#[tokio::test]
+async fn user_agent_is_sent_and_errors_are_counted() {
+    let (addr, seen) = common::fake_api().await;
+    let registry = Registry::new();
+    let metrics = RestClientMetrics::new(&registry).unwrap();
+    let client = client_from_config(
+        common::config_for(addr),
+        None,
+        Some(metrics.clone()),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.get("x").await.unwrap();
+    assert_eq!(
+        seen.lock().unwrap().user_agents,
+        vec![format!("kube-hpa-controller/{}", env!("CARGO_PKG_VERSION"))]
+    );
+    assert_eq!(user_agent(), seen.lock().unwrap().user_agents[0]);
+    // A 404 is a response: counted with its code.
+    assert!(api.get("missing").await.is_err());
+    assert_eq!(
+        metrics
+            .requests
+            .with_label_values(&["404", "GET", &addr.to_string()])
+            .get(),
+        1
+    );
+
+    // No server at all: counted as `<error>`.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut config = common::config_for(dead);
+    config.default_retry = false;
+    let client =
+        client_from_config(config, None, Some(metrics.clone()), TokioClock::new()).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    assert!(api.get("x").await.is_err());
+    assert_eq!(
+        metrics
+            .requests
+            .with_label_values(&["<error>", "GET", &dead.to_string()])
+            .get(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn bad_kubeconfig_path_is_a_clear_error() {
+    let parsed = hpa_config::Options::parse_args([
+        "kube-hpa-controller",
+        "--kubeconfig=/nonexistent/kubeconfig",
+    ])
+    .unwrap();
+    let Err(err) = build_client(&parsed.options, &Registry::new()).await else {
+        panic!("a missing kubeconfig must fail");
+    };
+    assert!(matches!(err, ClientError::Kubeconfig { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            r#"invalid --kubeconfig "/nonexistent/kubeconfig": failed to read kubeconfig"#
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn build_client_uses_kubeconfig_and_master_override() {
+    let (addr, seen) = common::fake_api().await;
+    let dir = std::env::temp_dir().join(format!("khc-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kubeconfig");
+    // The file points nowhere useful; --master overrides its server.
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: abc\n",
+    )
+    .unwrap();
+    let parsed = hpa_config::Options::parse_args([
+        "kube-hpa-controller".to_string(),
+        format!("--kubeconfig={}", path.display()),
+        format!("--master=http://{addr}"),
+        "--kube-api-content-type=application/json".to_string(),
+    ])
+    .unwrap();
+    let registry = Registry::new();
+    let client = build_client(&parsed.options, &registry).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.get("x").await.unwrap();
+    assert_eq!(seen.lock().unwrap().gets, 1);
+    let names: Vec<String> = registry
+        .gather()
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect();
+    for n in [
+        "rest_client_requests_total",
+        "rest_client_request_duration_seconds",
+        "rest_client_rate_limiter_duration_seconds",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} in {names:?}");
+    }
+    // An unsupported content type is refused before anything is built.
+    let parsed = hpa_config::Options::parse_args([
+        "kube-hpa-controller",
+        "--kube-api-content-type=application/yaml",
+    ])
+    .unwrap();
+    assert!(matches!(
+        build_client(&parsed.options, &Registry::new()).await,
+        Err(ClientError::ContentType(_))
+    ));
+    std::fs::remove_dir_all(&dir).ok();
+}
