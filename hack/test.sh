@@ -12,3 +12,6 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test --workspace"
 cargo test --workspace
+
+echo "== hpactl replay test-fixtures/scenarios"
+cargo run -q -p hpactl -- replay test-fixtures/scenarios

@@ -115,10 +115,3 @@ fn missing_path_exits_two() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no-such-file.yaml: cannot read"));
 }
-
-#[test]
-fn running_without_check_says_the_controller_is_missing() {
-    let out = hpactl(&[Path::new("replay"), &scenarios_dir()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not built yet"), "{}", stderr(&out));
-}

@@ -2,6 +2,7 @@
 //! leader election (and, with the controller, the client, serving and signal handling).
 //! Mirrors what `cmd/kube-controller-manager/app` does around its controllers.
 
+pub mod app;
 pub mod auth;
 pub mod client;
 pub mod leader_election;

@@ -1,13 +1,14 @@
 //! `kube-hpa-controller`: the Kubernetes horizontal pod autoscaler controller as its own
 //! process, run instead of kube-controller-manager's (`cmd/kube-controller-manager`).
 //!
-//! Today it parses and validates kube-controller-manager's flags for this controller; the
-//! controller itself is built by a later issue, and until then the binary says so and exits
-//! non-zero rather than pretending to run.
+//! Parses kube-controller-manager's flags for this controller (exit 2 on a bad one), sets up
+//! logging, then runs [`kube_hpa_controller::app::run`]: client, serving, leader election and
+//! the controller, until SIGTERM/SIGINT (exit 0) or the loss of the lease (exit 1).
 
 use std::process::ExitCode;
 
 use hpa_config::{FlagError, Options};
+use kube_hpa_controller::app::{self, Outcome};
 
 fn main() -> ExitCode {
     let parsed = match Options::parse_args(std::env::args_os()) {
@@ -24,8 +25,30 @@ fn main() -> ExitCode {
     for warning in &parsed.warnings {
         eprintln!("{warning}");
     }
-    eprintln!(
-        "kube-hpa-controller: flags are valid, but the controller is not built yet; nothing to run"
-    );
-    ExitCode::from(1)
+    if let Err(e) = kube_hpa_controller::logging::init(&parsed.options.logging) {
+        eprintln!("Error: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(app::run(parsed.options, app::termination_signal()));
+    match result {
+        Ok(Outcome::Stopped) => ExitCode::SUCCESS,
+        Ok(Outcome::LeaderElectionLost) => {
+            eprintln!("Error: leaderelection lost");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Runs the built binary the way an operator does: bad flags exit 2 with one line naming the
-//! flag; `--help` and `--version` exit 0; valid flags are accepted, and until the controller
-//! exists the binary says so and exits non-zero.
+//! flag; `--help` and `--version` exit 0; a kubeconfig that cannot be read stops start-up
+//! with a clear error.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 use std::process::{Command, Output};
@@ -76,6 +76,7 @@ fn deprecated_flag_is_accepted_and_announced_once() {
     let o = run(&[
         "--horizontal-pod-autoscaler-upscale-delay=1m",
         "--horizontal-pod-autoscaler-upscale-delay=2m",
+        "--kubeconfig=/nonexistent/kubeconfig",
     ]);
     let err = stderr(&o);
     let notice = "Flag --horizontal-pod-autoscaler-upscale-delay has been deprecated, This flag is currently no-op and will be deleted.";
@@ -88,11 +89,16 @@ fn deprecated_flag_is_accepted_and_announced_once() {
 }
 
 #[test]
-fn valid_flags_say_the_controller_is_not_built_yet() {
-    let o = run(&["--leader-elect=false", "--controllers=*"]);
+fn bad_kubeconfig_is_a_clear_error_and_non_zero_exit() {
+    let o = run(&[
+        "--kubeconfig=/nonexistent/kubeconfig",
+        "--leader-elect=false",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(
-        stderr(&o),
-        "kube-hpa-controller: flags are valid, but the controller is not built yet; nothing to run\n"
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("Error: invalid --kubeconfig \"/nonexistent/kubeconfig\""),
+        "{err}"
     );
 }

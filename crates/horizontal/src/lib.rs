@@ -7,15 +7,27 @@
 //! ([`state`]), conditions, events and status ([`conditions`], [`events`], [`status`]),
 //! the [`decision::Decision`] record, per-HPA tolerances ([`tolerance`]), Go `fmt`
 //! emulation ([`gofmt`]) and the Prometheus metrics ([`monitor`]).
+//!
+//! The I/O shell around it: the informer caches and handlers ([`caches`]), the scale target
+//! through discovery and the scale subresource ([`scale_client`]), the event recorder with
+//! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
+//! with its queue and workers ([`controller`]).
+
+pub use controller::{ControllerConfig, ControllerParts, HorizontalController, ReconcileError};
 
 pub mod behavior;
+pub mod caches;
 pub mod conditions;
+pub mod controller;
 pub mod decision;
 pub mod events;
 pub mod gofmt;
 pub mod monitor;
 pub mod normalize;
 pub mod recommendations;
+pub mod reconcile;
+pub mod recorder;
+pub mod scale_client;
 pub mod scale_events;
 pub mod state;
 pub mod status;

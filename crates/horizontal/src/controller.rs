@@ -1,0 +1,397 @@
+//! The controller's structure: caches, event handlers, the rate-limited queue and the workers
+//! (spec §2).
+//!
+//! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `NewHorizontalController`
+//! (wiring, the `horizontalpodautoscaler` queue with the fixed-interval HPA rate limiter),
+//! `enqueueHPA` / `updateHPA` / `deleteHPA`, `Run`, `worker` and `processNextWorkItem` (the
+//! post-process `AddRateLimited` re-add), plus the custom-metrics discovery invalidation that
+//! `cmd/kube-controller-manager/app/autoscaling.go` starts. The reconcile itself is in
+//! [`crate::reconcile`].
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration};
+use hpa_metrics::{AvailableApis, MetricsClient};
+use hpa_replica_calculator::{CalculatorConfig, ReadinessConfig, ReplicaCalculator};
+use hpa_workqueue::{
+    FixedItemIntervalRateLimiter, QueueConfig, RateLimitingQueue, WorkqueueMetrics,
+};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+
+use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key};
+use crate::decision::{Decision, DecisionConfig};
+use crate::gofmt::SelectorStyle;
+use crate::monitor::Monitor;
+use crate::recorder::Recorder;
+use crate::scale_client::{KubeScaleClient, ScaleClient};
+use crate::state::{HpaKey, HpaSelectorRegistry, HpaState};
+
+/// The queue name, also the `name` label of the workqueue metrics.
+pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
+
+/// An error a reconcile returns (logged by the worker; the key keeps its normal cadence).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReconcileError {
+    /// The error text, as upstream's.
+    pub message: String,
+    /// Whether it wraps upstream's `errSpec` (reconciliation error label `spec`).
+    pub spec: bool,
+}
+
+impl ReconcileError {
+    /// An `internal` error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ReconcileError {
+            message: message.into(),
+            spec: false,
+        }
+    }
+}
+
+/// Everything the controller reads from its flags.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// The HPA flags.
+    pub hpa: HpaControllerConfiguration,
+    /// The feature gates.
+    pub gates: FeatureGates,
+    /// How `%+v` of a `*LabelSelector` prints in External metric names.
+    pub selector_style: SelectorStyle,
+}
+
+impl ControllerConfig {
+    /// The configuration of a set of parsed flags.
+    pub fn from_options(options: &hpa_config::Options) -> Self {
+        ControllerConfig {
+            hpa: options.hpa_configuration(),
+            gates: options.feature_gates(),
+            selector_style: SelectorStyle::default(),
+        }
+    }
+
+    /// The sync period as a std duration.
+    pub fn sync_period(&self) -> Duration {
+        Duration::from_nanos(self.hpa.sync_period.as_nanos().max(0) as u64)
+    }
+}
+
+/// What [`HorizontalController::new`] needs.
+pub struct ControllerParts {
+    /// The API client (HPAs, pods, status, events; scale unless `scale_client` is given).
+    pub client: kube::Client,
+    /// The metrics client (a `RestMetricsClient` over the same client in production).
+    pub metrics_client: Arc<dyn MetricsClient>,
+    /// The custom-metrics version cache to invalidate every sync period, if any.
+    pub available_apis: Option<AvailableApis>,
+    /// The scale client; `None` builds a [`KubeScaleClient`] over `client`.
+    pub scale_client: Option<Arc<dyn ScaleClient>>,
+    /// Flags.
+    pub config: ControllerConfig,
+    /// The time source of every decision.
+    pub clock: Arc<dyn Clock>,
+    /// Where the controller's metrics are registered.
+    pub registry: prometheus::Registry,
+    /// The workqueue metrics, if the process exposes them.
+    pub workqueue_metrics: Option<WorkqueueMetrics>,
+    /// Keep every emitted event in memory (replay).
+    pub log_emissions: bool,
+}
+
+impl std::fmt::Debug for ControllerParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerParts")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the controller could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// Registering the metrics failed.
+    #[error("registering metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+    /// The caches never synced.
+    #[error("caches did not sync: {0}")]
+    CacheSync(String),
+}
+
+pub(crate) struct Inner {
+    pub(crate) client: kube::Client,
+    pub(crate) scale_client: Arc<dyn ScaleClient>,
+    pub(crate) calculator: ReplicaCalculator,
+    pub(crate) caches: Caches,
+    writers: Mutex<Option<CacheWriters>>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    pub(crate) state: HpaState,
+    pub(crate) selectors: HpaSelectorRegistry,
+    pub(crate) recorder: Recorder,
+    pub(crate) monitor: Monitor,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: ControllerConfig,
+    pub(crate) decision_config: DecisionConfig,
+    pub(crate) queue: RateLimitingQueue<String>,
+    available_apis: Option<AvailableApis>,
+    pub(crate) last_decisions: DashMap<String, Decision>,
+}
+
+/// The horizontal pod autoscaler controller. Cheap to clone (a handle).
+#[derive(Clone)]
+pub struct HorizontalController {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for HorizontalController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HorizontalController")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HpaEventHandler for Inner {
+    fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
+        self.enqueue(hpa);
+    }
+
+    fn on_update(&self, hpa: &HorizontalPodAutoscaler) {
+        // `updateHPA` enqueues unconditionally.
+        self.enqueue(hpa);
+    }
+
+    fn on_delete(&self, key: &str) {
+        self.queue.forget(&key.to_owned());
+        if let Ok((ns, name)) = split_key(key)
+            && self.selectors.remove(&HpaKey::new(ns, name))
+        {
+            self.monitor.observe_hpa_deletion();
+        }
+    }
+}
+
+impl Inner {
+    /// `enqueueHPA`: re-add in one sync period; register with the `Nothing` selector.
+    fn enqueue(&self, hpa: &HorizontalPodAutoscaler) {
+        let key = object_key(hpa);
+        self.queue.add_rate_limited(key);
+        let hpa_key = HpaKey::new(
+            hpa.metadata.namespace.clone().unwrap_or_default(),
+            hpa.metadata.name.clone().unwrap_or_default(),
+        );
+        if self.selectors.register_if_absent(hpa_key) {
+            self.monitor.observe_hpa_addition();
+        }
+    }
+}
+
+impl HorizontalController {
+    /// Builds the controller (registers its metrics, creates the queue). Needs a Tokio
+    /// runtime. The caches are not started yet: see [`HorizontalController::start_caches`].
+    pub fn new(parts: ControllerParts) -> Result<Self, ControllerError> {
+        let monitor = Monitor::register(&parts.registry)?;
+        let (caches, writers) = Caches::new();
+        let hpa = &parts.config.hpa;
+        let calc_config = CalculatorConfig {
+            readiness: ReadinessConfig {
+                cpu_initialization_period: go_to_std(hpa.cpu_initialization_period),
+                delay_of_initial_readiness_status: go_to_std(hpa.initial_readiness_delay),
+            },
+            pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
+        };
+        let calculator = ReplicaCalculator::new(
+            parts.metrics_client.clone(),
+            Arc::new(caches.pod_lister()),
+            calc_config,
+        );
+        let queue_config = match parts.workqueue_metrics {
+            Some(m) => QueueConfig::named(QUEUE_NAME, m),
+            None => QueueConfig::default(),
+        };
+        let queue = RateLimitingQueue::with_config(
+            FixedItemIntervalRateLimiter::default_hpa(parts.config.sync_period()),
+            queue_config,
+        );
+        let decision_config = DecisionConfig {
+            downscale_stabilization_window: jiff::SignedDuration::from_nanos(
+                hpa.downscale_stabilization_window.as_nanos(),
+            ),
+        };
+        let scale_client = parts
+            .scale_client
+            .unwrap_or_else(|| Arc::new(KubeScaleClient::new(parts.client.clone())));
+        let inner = Inner {
+            recorder: Recorder::new(
+                parts.client.clone(),
+                parts.clock.clone(),
+                parts.log_emissions,
+            ),
+            client: parts.client,
+            scale_client,
+            calculator,
+            caches,
+            writers: Mutex::new(Some(writers)),
+            tasks: Mutex::new(Vec::new()),
+            state: HpaState::new(),
+            selectors: HpaSelectorRegistry::new(),
+            monitor,
+            clock: parts.clock,
+            config: parts.config,
+            decision_config,
+            queue,
+            available_apis: parts.available_apis,
+            last_decisions: DashMap::new(),
+        };
+        Ok(HorizontalController {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Starts the HPA and Pod watchers (with the handlers) and the handler resync, once.
+    pub fn start_caches(&self) {
+        let Some(writers) = self
+            .inner
+            .writers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let handler: Arc<dyn HpaEventHandler> = self.inner.clone();
+        let mut tasks = Caches::start(self.inner.client.clone(), writers, handler);
+        // The handler's resync: every sync period, every cached HPA goes to `UpdateFunc`.
+        let inner = self.inner.clone();
+        let period = inner.config.sync_period();
+        tasks.push(tokio::spawn(async move {
+            if period.is_zero() {
+                return;
+            }
+            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                ticker.tick().await;
+                for hpa in inner.caches.hpas() {
+                    inner.on_update(&hpa);
+                }
+            }
+        }));
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(tasks);
+    }
+
+    /// Waits for the first list of both caches (`WaitForNamedCacheSync("HPA", ...)`).
+    pub async fn wait_for_cache_sync(&self) -> Result<(), ControllerError> {
+        self.inner
+            .caches
+            .wait_for_sync()
+            .await
+            .map_err(ControllerError::CacheSync)
+    }
+
+    /// The caches (the replay runner compares their resourceVersions with the store's).
+    pub fn caches(&self) -> &Caches {
+        &self.inner.caches
+    }
+
+    /// The per-HPA state (recommendations and scale events).
+    pub fn state(&self) -> &HpaState {
+        &self.inner.state
+    }
+
+    /// The recorder (its emission log, when enabled).
+    pub fn recorder(&self) -> &Recorder {
+        &self.inner.recorder
+    }
+
+    /// The work queue.
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        &self.inner.queue
+    }
+
+    /// The decision of the last reconcile of `key` that got as far as the scale.
+    pub fn last_decision(&self, key: &str) -> Option<Decision> {
+        self.inner.last_decisions.get(key).map(|d| d.clone())
+    }
+
+    /// `Run`: start the caches if needed, wait for their sync, invalidate the custom-metrics
+    /// discovery every sync period, and run `workers` workers until `shutdown` completes;
+    /// then shut the queue down and wait for the workers to finish their current item.
+    pub async fn run(
+        &self,
+        workers: usize,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), ControllerError> {
+        tracing::info!("Starting HPA controller");
+        self.start_caches();
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            r = self.wait_for_cache_sync() => r?,
+            () = &mut shutdown => {
+                self.inner.queue.shut_down();
+                tracing::info!("Shutting down HPA controller");
+                return Ok(());
+            }
+        }
+        let invalidation = self.inner.available_apis.clone().map(|apis| {
+            let period = self.inner.config.sync_period();
+            tokio::spawn(async move {
+                if !period.is_zero() {
+                    apis.periodically_invalidate(period).await;
+                }
+            })
+        });
+        let inner = self.inner.clone();
+        let pool = tokio::spawn(hpa_workqueue::run_workers(
+            self.inner.queue.queue().clone(),
+            workers.max(1),
+            move |key: String| {
+                let inner = inner.clone();
+                async move {
+                    let (deleted, result) = inner.reconcile_key(&key).await;
+                    if !deleted {
+                        // The post-process re-add (covers a resync add during processing).
+                        inner.queue.add_rate_limited(key);
+                    }
+                    result
+                }
+            },
+        ));
+        shutdown.await;
+        self.inner.queue.shut_down();
+        let _ = pool.await;
+        if let Some(task) = invalidation {
+            task.abort();
+        }
+        tracing::info!("Shutting down HPA controller");
+        Ok(())
+    }
+
+    /// Stops the cache tasks.
+    pub fn stop(&self) {
+        for task in self
+            .inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+        self.inner.queue.shut_down();
+    }
+
+    /// The function workers call for one key (`reconcileKey`), without the re-add.
+    pub async fn reconcile_key(&self, key: &str) -> Result<(), ReconcileError> {
+        self.inner.reconcile_key(key).await.1
+    }
+}
+
+fn go_to_std(d: hpa_config::GoDuration) -> Duration {
+    Duration::from_nanos(d.as_nanos().max(0) as u64)
+}
