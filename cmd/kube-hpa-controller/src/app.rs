@@ -199,9 +199,8 @@ pub async fn run(
     }
 }
 
-/// Starts the caches, reports ready once they synced, and runs the workers until `stop`.
-/// The cache wait happens here, once, before `run` (whose own wait then returns at once):
-/// kube's `Store::wait_until_ready` wakes only one of several concurrent waiters.
+/// Starts the caches, reports ready once they synced, and runs the workers until `stop`
+/// (`run`'s own wait for the caches then returns at once).
 async fn run_controller(
     controller: &HorizontalController,
     workers: usize,

@@ -55,6 +55,9 @@ pub fn split_key(key: &str) -> Result<(&str, &str), String> {
 pub struct Caches {
     hpas: Store<HorizontalPodAutoscaler>,
     pods: Store<Pod>,
+    /// Serialises [`Caches::wait_for_sync`]: kube's `Store::wait_until_ready` keeps a single
+    /// waker, so of several concurrent waiters only the last one polled would be woken.
+    synced: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -84,6 +87,7 @@ impl Caches {
             Caches {
                 hpas: hpas.as_reader(),
                 pods: pods.as_reader(),
+                synced: Arc::new(tokio::sync::OnceCell::new()),
             },
             CacheWriters { hpas, pods },
         )
@@ -168,17 +172,22 @@ impl Caches {
     /// Waits until both caches have completed their first list
     /// (`cache.WaitForNamedCacheSync`). Fails only if the writers were dropped.
     pub async fn wait_for_sync(&self) -> Result<(), String> {
-        tracing::info!("Waiting for caches to sync for HPA");
-        self.hpas
-            .wait_until_ready()
+        self.synced
+            .get_or_try_init(|| async {
+                tracing::info!("Waiting for caches to sync for HPA");
+                self.hpas
+                    .wait_until_ready()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.pods
+                    .wait_until_ready()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tracing::info!("Caches are synced for HPA");
+                Ok::<(), String>(())
+            })
             .await
-            .map_err(|e| e.to_string())?;
-        self.pods
-            .wait_until_ready()
-            .await
-            .map_err(|e| e.to_string())?;
-        tracing::info!("Caches are synced for HPA");
-        Ok(())
+            .map(|_| ())
     }
 
     /// The cached HPA `namespace/name` (the lister's `Get`).
@@ -260,5 +269,28 @@ mod tests {
         assert_eq!(split_key("default/web"), Ok(("default", "web")));
         assert_eq!(split_key("web"), Ok(("", "web")));
         assert!(split_key("a/b/c").is_err());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn concurrent_waiters_all_see_the_sync() {
+        let (caches, mut writers) = Caches::new();
+        let waiter = |c: Caches| tokio::spawn(async move { c.wait_for_sync().await });
+        let a = waiter(caches.clone());
+        let b = waiter(caches.clone());
+        // Let both waiters poll (and park) before the caches become ready.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!a.is_finished() && !b.is_finished());
+        writers.hpas.apply_watcher_event(&watcher::Event::Init);
+        writers.hpas.apply_watcher_event(&watcher::Event::InitDone);
+        writers.pods.apply_watcher_event(&watcher::Event::Init);
+        writers.pods.apply_watcher_event(&watcher::Event::InitDone);
+        let both = async { (a.await, b.await) };
+        let (ra, rb) = tokio::time::timeout(std::time::Duration::from_secs(5), both)
+            .await
+            .expect("both waiters are woken");
+        assert_eq!(ra.unwrap(), Ok(()));
+        assert_eq!(rb.unwrap(), Ok(()));
     }
 }
