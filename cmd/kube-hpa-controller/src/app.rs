@@ -108,7 +108,6 @@ pub async fn run(
     let serving = ServingConfig::from_flags(&options.serving)?;
     if let Some(server) = SecureServer::bind(&serving).await? {
         let state = ServingState::new(registry.clone(), readiness.clone(), auth);
-        tracing::info!(address = %server.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Serving securely");
         tokio::spawn(server.run(state, stopped(stop_rx.clone())));
     }
 

@@ -564,7 +564,10 @@ impl SecureServer {
         let app = router(state);
         let mut conns = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
-        tracing::info!(address = ?self.listener.local_addr().ok(), "Serving securely");
+        match self.listener.local_addr() {
+            Ok(addr) => tracing::info!("Serving securely on {addr}"),
+            Err(e) => tracing::info!(error = %e, "Serving securely"),
+        }
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,

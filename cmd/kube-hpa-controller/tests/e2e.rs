@@ -1,0 +1,666 @@
+//! End to end: the built `kube-hpa-controller` binary against `hpactl serve` of a scenario
+//! (issue 7, item 7). The target is scaled as the scenario expects; `/metrics` carries the
+//! HPA, workqueue, REST client, leader election and process metrics; `/healthz` answers;
+//! SIGTERM stops the leader with exit 0 and releases the lease; a second instance stands by
+//! while the first leads and takes over once it is stopped; `kubectl describe hpa` shows the
+//! conditions and events the binary wrote.
+//!
+//! Every wait is a bounded poll of something observable (the API objects through a
+//! `kube::Client`, the HTTPS endpoints, the processes' exit status); child processes are
+//! killed when their guard drops, and their logs are printed when a test fails.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Event;
+use kube::api::ListParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client};
+
+/// The scenario: two pods at 100% CPU of request against a 50% target, 2 replicas, so 4.
+const SCENARIO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml"
+);
+/// `--leader-elect-resource-name`'s default.
+const LEASE: &str = "kube-hpa-controller";
+const MASTER_STATUS: &str = r#"leader_election_master_status{name="kube-hpa-controller"}"#;
+/// The message of the scenario's expected `SuccessfulRescale` event.
+const RESCALE_MESSAGE: &str =
+    "New size: 4; reason: cpu resource utilization (percentage of request) above target";
+/// `--leader-elect-renew-deadline` below; a stopped leader drains for at most this long.
+const RENEW_DEADLINE: Duration = Duration::from_secs(3);
+/// Upper bound of every wait (far above what each takes when things work).
+const WAIT: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(150);
+
+/// A scratch directory under Cargo's per-target temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "e2e-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A child process, killed (and reaped) when dropped; its stdout and stderr go to a log
+/// file that is printed if the test fails.
+struct Proc {
+    name: String,
+    child: Child,
+    log: PathBuf,
+    exited: Option<ExitStatus>,
+}
+
+impl Proc {
+    fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Proc {
+        let out = File::create(&log).unwrap();
+        let err = out.try_clone().unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name} ({cmd:?}): {e}"));
+        Proc {
+            name: name.to_string(),
+            child,
+            log,
+            exited: None,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The exit status, if it has exited.
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exited.is_none() {
+            self.exited = self.child.try_wait().unwrap();
+        }
+        self.exited
+    }
+
+    /// Fails the test (with the log) if the process has exited.
+    fn assert_running(&mut self) {
+        if let Some(status) = self.try_exit() {
+            panic!("{} exited early with {status}:\n{}", self.name, self.log());
+        }
+    }
+
+    fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM {}", self.child.id());
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("----- {} log -----\n{}", self.name, self.log());
+        }
+    }
+}
+
+/// Polls `check` every [`POLL`] until it gives a value, failing after `limit`.
+async fn eventually<T>(
+    what: &str,
+    limit: Duration,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `hpactl`, built next to this package's binary by `cargo test --workspace`; built once
+/// here with Cargo (into the same directory) when only this package was built.
+fn hpactl() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
+            .parent()
+            .unwrap();
+        let path = bin_dir.join(format!("hpactl{}", std::env::consts::EXE_SUFFIX));
+        if path.exists() {
+            return path;
+        }
+        eprintln!(
+            "{} is missing: building it with `cargo build -p hpactl`",
+            path.display()
+        );
+        // `<target dir>/<profile dir>/`, where the `dev` profile's directory is `debug`.
+        let profile = match bin_dir.file_name().unwrap().to_str().unwrap() {
+            "debug" => "dev",
+            other => other,
+        };
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-p",
+                "hpactl",
+                "--profile",
+                profile,
+                "--target-dir",
+            ])
+            .arg(bin_dir.parent().unwrap())
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build -p hpactl failed");
+        assert!(
+            path.exists(),
+            "{} still missing after the build",
+            path.display()
+        );
+        path
+    })
+}
+
+/// A running `hpactl serve` of [`SCENARIO`] and a client for it.
+struct Fixture {
+    kubeconfig: PathBuf,
+    /// `host:port` of the API server, as in the kubeconfig.
+    host: String,
+    client: Client,
+    _server: Proc,
+}
+
+impl Fixture {
+    async fn start(dir: &Scratch) -> Fixture {
+        let kubeconfig = dir.path("kubeconfig");
+        let mut cmd = Command::new(hpactl());
+        cmd.env("NO_COLOR", "1");
+        cmd.arg("serve")
+            .arg(SCENARIO)
+            .args(["--addr", "127.0.0.1:0", "--kubeconfig-out"])
+            .arg(&kubeconfig);
+        let mut server = Proc::spawn("hpactl serve", cmd, dir.path("hpactl.log"));
+        // The kubeconfig appears once the server listens; a torn read just polls again.
+        let (host, client) = eventually("hpactl serve to write its kubeconfig", WAIT, async || {
+            server.assert_running();
+            let kc = Kubeconfig::read_from(&kubeconfig).ok()?;
+            let mut config =
+                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                    .await
+                    .ok()?;
+            config.default_retry = false;
+            let host = config.cluster_url.authority()?.to_string();
+            let client = Client::try_from(config).unwrap();
+            // Answering proves the file was read whole.
+            client.apiserver_version().await.ok()?;
+            Some((host, client))
+        })
+        .await;
+        Fixture {
+            kubeconfig,
+            host,
+            client,
+            _server: server,
+        }
+    }
+
+    async fn lease(&self) -> Option<Lease> {
+        Api::<Lease>::namespaced(self.client.clone(), "default")
+            .get_opt(LEASE)
+            .await
+            .unwrap()
+    }
+
+    async fn lease_holder(&self) -> Option<String> {
+        self.lease()
+            .await
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+    }
+
+    async fn scale_replicas(&self) -> i32 {
+        Api::<Deployment>::namespaced(self.client.clone(), "default")
+            .get_scale("web")
+            .await
+            .unwrap()
+            .spec
+            .and_then(|s| s.replicas)
+            .unwrap_or_default()
+    }
+
+    async fn hpa(&self) -> HorizontalPodAutoscaler {
+        Api::<HorizontalPodAutoscaler>::namespaced(self.client.clone(), "default")
+            .get("web")
+            .await
+            .unwrap()
+    }
+}
+
+/// A free loopback port for each of `n` controllers (bound together, so distinct, then
+/// released for the controllers to take).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// A running `kube-hpa-controller` and its secure address.
+struct Controller {
+    proc: Proc,
+    addr: SocketAddr,
+}
+
+impl Controller {
+    fn start(name: &str, fixture: &Fixture, port: u16, dir: &Scratch) -> Controller {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-hpa-controller"));
+        cmd.arg("--kubeconfig").arg(&fixture.kubeconfig).args([
+            "--bind-address=127.0.0.1",
+            &format!("--secure-port={port}"),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            "--horizontal-pod-autoscaler-sync-period=1s",
+            // The scenario's flag.
+            "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+            "--leader-elect-lease-duration=4s",
+            "--leader-elect-renew-deadline=3s",
+            "--leader-elect-retry-period=500ms",
+            "--leader-elect-resource-namespace=default",
+        ]);
+        Controller {
+            proc: Proc::spawn(name, cmd, dir.path(&format!("{name}.log"))),
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        }
+    }
+
+    /// GETs `path` once the port accepts connections (failing if the process exits).
+    async fn get(&mut self, path: &str) -> (StatusCode, String) {
+        let addr = self.addr;
+        let proc = &mut self.proc;
+        eventually("the secure port to accept connections", WAIT, async || {
+            proc.assert_running();
+            tokio::net::TcpStream::connect(addr).await.ok()
+        })
+        .await;
+        let ca = common::presented_ca(addr).await;
+        let (code, _, body) = common::https_get(addr, &ca, path, None).await;
+        (code, body)
+    }
+
+    async fn metrics(&mut self) -> String {
+        let (code, body) = self.get("/metrics").await;
+        assert_eq!(code, StatusCode::OK, "/metrics: {body}");
+        body
+    }
+
+    /// Waits for the process to exit, at most `limit`.
+    async fn exit_within(&mut self, limit: Duration) -> ExitStatus {
+        let proc = &mut self.proc;
+        eventually("the process to exit", limit, async || proc.try_exit()).await
+    }
+}
+
+/// The value of the sample named exactly `series` (name and labels), if present.
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.trim().parse().ok()
+    })
+}
+
+/// Whether `body` declares `name` with `# TYPE` and has a sample of it (or of its
+/// `_count`, for summaries and histograms) whose labels contain `labels`.
+fn has_metric(body: &str, name: &str, kind: &str, labels: &str) -> bool {
+    let declared = body.contains(&format!("# TYPE {name} {kind}\n"));
+    let sampled = body.lines().any(|line| {
+        let Some(rest) = line
+            .strip_prefix(name)
+            .map(|r| r.strip_prefix("_count").unwrap_or(r))
+        else {
+            return false;
+        };
+        (rest.starts_with('{') || rest.starts_with(' ')) && rest.contains(labels)
+    });
+    declared && sampled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scales_the_target_serves_metrics_and_stops_on_sigterm() {
+    let dir = Scratch::new("scale");
+    let fixture = Fixture::start(&dir).await;
+    assert_eq!(
+        fixture.scale_replicas().await,
+        2,
+        "the scenario starts at 2"
+    );
+    let port = free_ports(1)[0];
+    let mut c = Controller::start("controller", &fixture, port, &dir);
+
+    // The scenario's expectation: the Deployment is scaled to 4 and the status says so.
+    let started = Instant::now();
+    eventually("the Deployment to be scaled to 4", WAIT, async || {
+        c.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    eprintln!("scaled 2 -> 4 {:?} after start", started.elapsed());
+    eventually(
+        "the HPA status to show 4 desired replicas",
+        WAIT,
+        async || {
+            let status = fixture.hpa().await.status?;
+            (status.desired_replicas == 4 && status.last_scale_time.is_some()).then_some(())
+        },
+    )
+    .await;
+
+    let (code, body) = c.get("/healthz").await;
+    assert_eq!((code, body.as_str()), (StatusCode::OK, "ok"));
+
+    let body = c.metrics().await;
+    assert_eq!(sample(&body, MASTER_STATUS), Some(1.0), "{body}");
+    let hpa_metrics = [
+        (
+            "reconciliations_total",
+            "counter",
+            r#"action="scale_up",error="none""#,
+        ),
+        (
+            "reconciliation_duration_seconds",
+            "histogram",
+            r#"action="scale_up",error="none""#,
+        ),
+        (
+            "metric_computation_total",
+            "counter",
+            r#"action="scale_up",error="none",metric_type="Resource""#,
+        ),
+        (
+            "metric_computation_duration_seconds",
+            "histogram",
+            r#"action="scale_up",error="none",metric_type="Resource""#,
+        ),
+        ("num_horizontal_pod_autoscalers", "gauge", ""),
+        (
+            "desired_replicas",
+            "gauge",
+            r#"hpa_name="web",namespace="default""#,
+        ),
+    ];
+    for (name, kind, labels) in hpa_metrics {
+        let name = format!("horizontal_pod_autoscaler_controller_{name}");
+        assert!(
+            has_metric(&body, &name, kind, labels),
+            "{name}{{{labels}}}:\n{body}"
+        );
+    }
+    assert_eq!(
+        sample(
+            &body,
+            r#"horizontal_pod_autoscaler_controller_desired_replicas{hpa_name="web",namespace="default"}"#
+        ),
+        Some(4.0)
+    );
+    let workqueue = [
+        ("workqueue_depth", "gauge"),
+        ("workqueue_adds_total", "counter"),
+        ("workqueue_queue_duration_seconds", "histogram"),
+        ("workqueue_work_duration_seconds", "histogram"),
+        ("workqueue_unfinished_work_seconds", "gauge"),
+        ("workqueue_longest_running_processor_seconds", "gauge"),
+        ("workqueue_retries_total", "counter"),
+    ];
+    for (name, kind) in workqueue {
+        assert!(
+            has_metric(&body, name, kind, r#"name="horizontalpodautoscaler""#),
+            "{name}:\n{body}"
+        );
+    }
+    let host = &fixture.host;
+    for method in ["GET", "PUT"] {
+        let labels = format!(r#"code="200",host="{host}",method="{method}""#);
+        assert!(
+            has_metric(&body, "rest_client_requests_total", "counter", &labels),
+            "rest_client_requests_total{{{labels}}}:\n{body}"
+        );
+        let labels = format!(r#"host="{host}",verb="{method}""#);
+        assert!(
+            has_metric(
+                &body,
+                "rest_client_request_duration_seconds",
+                "histogram",
+                &labels
+            ),
+            "rest_client_request_duration_seconds{{{labels}}}:\n{body}"
+        );
+    }
+    for (name, kind) in [
+        ("process_cpu_seconds_total", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+        ("process_open_fds", "gauge"),
+    ] {
+        assert!(has_metric(&body, name, kind, ""), "{name}:\n{body}");
+    }
+
+    // SIGTERM: exit 0 within the drain bound, the lease released on the way out.
+    let holder = fixture.lease_holder().await.unwrap_or_default();
+    assert!(!holder.is_empty(), "the leader holds the lease");
+    c.proc.sigterm();
+    let status = c.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", c.proc.log());
+    let spec = fixture.lease().await.unwrap().spec.unwrap();
+    assert_eq!(spec.holder_identity.as_deref(), Some(""), "released");
+    assert_eq!(spec.lease_duration_seconds, Some(1));
+
+    // What the binary wrote, now still: status conditions and the rescale event...
+    let status = fixture.hpa().await.status.unwrap();
+    assert_eq!(status.desired_replicas, 4);
+    let pods = format!(
+        "{} current / {} desired",
+        status.current_replicas.unwrap_or_default(),
+        status.desired_replicas
+    );
+    let conditions = status.conditions.unwrap_or_default();
+    let find = |t: &str| conditions.iter().find(|c| c.type_ == t).unwrap();
+    assert_eq!(find("AbleToScale").status, "True");
+    let active = find("ScalingActive");
+    assert_eq!(
+        (active.status.as_str(), active.reason.as_deref()),
+        ("True", Some("ValidMetricFound"))
+    );
+    let limited = find("ScalingLimited");
+    assert_eq!(
+        (limited.status.as_str(), limited.reason.as_deref()),
+        ("False", Some("DesiredWithinRange"))
+    );
+    let events = Api::<Event>::namespaced(fixture.client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let rescale = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("SuccessfulRescale"))
+        .unwrap_or_else(|| panic!("no SuccessfulRescale event in {events:#?}"));
+    assert_eq!(rescale.message.as_deref(), Some(RESCALE_MESSAGE));
+    assert_eq!(rescale.type_.as_deref(), Some("Normal"));
+    assert_eq!(
+        rescale.involved_object.kind.as_deref(),
+        Some("HorizontalPodAutoscaler")
+    );
+    assert_eq!(rescale.involved_object.name.as_deref(), Some("web"));
+
+    // ... and kubectl's view of them.
+    let kubectl = Path::new("/usr/bin/kubectl");
+    if !kubectl.exists() {
+        eprintln!("skipping the `kubectl describe hpa` check: /usr/bin/kubectl is not installed");
+        return;
+    }
+    let out = Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(&fixture.kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.path("kubectl-cache"))
+        .args(["describe", "hpa", "web", "--namespace", "default"])
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "kubectl describe hpa: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&pods), "{pods}:\n{text}");
+    for c in &conditions {
+        let found = text.lines().any(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words.len() > 3
+                && words[..3]
+                    == [
+                        c.type_.as_str(),
+                        c.status.as_str(),
+                        c.reason.as_deref().unwrap_or(""),
+                    ]
+                && line.ends_with(c.message.as_deref().unwrap_or(""))
+        });
+        assert!(found, "condition {} not shown:\n{text}", c.type_);
+    }
+    let found = text.lines().any(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.len() > 4
+            && words[..2] == ["Normal", "SuccessfulRescale"]
+            && words.contains(&"horizontal-pod-autoscaler")
+            && line.ends_with(RESCALE_MESSAGE)
+    });
+    assert!(found, "the SuccessfulRescale event is not shown:\n{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_instance_stands_by_then_takes_over_after_sigterm() {
+    let dir = Scratch::new("takeover");
+    let fixture = Fixture::start(&dir).await;
+    let ports = free_ports(2);
+
+    let mut a = Controller::start("controller-a", &fixture, ports[0], &dir);
+    let a_id = eventually("A to take the lease", WAIT, async || {
+        a.proc.assert_running();
+        fixture.lease_holder().await.filter(|h| !h.is_empty())
+    })
+    .await;
+
+    let mut b = Controller::start("controller-b", &fixture, ports[1], &dir);
+    let (code, body) = b.get("/healthz").await;
+    assert_eq!((code, body.as_str()), (StatusCode::OK, "ok"));
+    eventually("B to report itself a backup", WAIT, async || {
+        b.proc.assert_running();
+        (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
+    })
+    .await;
+    // A keeps renewing while B is up, and B neither takes the lease nor reconciles.
+    let renewed = fixture.lease().await.unwrap().spec.unwrap().renew_time;
+    eventually("A to renew the lease again", WAIT, async || {
+        a.proc.assert_running();
+        let spec = fixture.lease().await?.spec?;
+        (spec.renew_time != renewed).then_some(())
+    })
+    .await;
+    assert_eq!(fixture.lease_holder().await.as_ref(), Some(&a_id));
+    let body = b.metrics().await;
+    assert_eq!(sample(&body, MASTER_STATUS), Some(0.0), "{body}");
+    assert!(
+        !body.contains("horizontal_pod_autoscaler_controller_reconciliations_total{"),
+        "a backup does not reconcile:\n{body}"
+    );
+    assert_eq!(sample(&a.metrics().await, MASTER_STATUS), Some(1.0));
+
+    // A stops: exit 0 within the drain bound, and the lease no longer names it.
+    a.proc.sigterm();
+    let stopped = Instant::now();
+    let status = a.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", a.proc.log());
+    assert_ne!(
+        fixture.lease_holder().await.as_ref(),
+        Some(&a_id),
+        "A released the lease"
+    );
+
+    let b_id = eventually("B to take the lease", WAIT, async || {
+        b.proc.assert_running();
+        fixture.lease_holder().await.filter(|h| !h.is_empty())
+    })
+    .await;
+    eprintln!(
+        "B took the lease {:?} after A was sent SIGTERM",
+        stopped.elapsed()
+    );
+    assert_ne!(b_id, a_id);
+    eventually("B to report itself the leader and reconcile", WAIT, async || {
+        b.proc.assert_running();
+        let body = b.metrics().await;
+        let reconciled = sample(
+            &body,
+            r#"horizontal_pod_autoscaler_controller_reconciliations_total{action="none",error="none"}"#,
+        );
+        (sample(&body, MASTER_STATUS) == Some(1.0) && reconciled.is_some()).then_some(())
+    })
+    .await;
+    assert_eq!(fixture.scale_replicas().await, 4, "scaled by A, kept by B");
+
+    b.proc.sigterm();
+    let status = b.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", b.proc.log());
+}
