@@ -38,10 +38,13 @@ use crate::decision::{
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, sprintf};
 use crate::monitor::{ActionLabel, ErrorLabel};
-use crate::scale_client::{parse_group_version, scale_for_resource_mappings};
+use crate::scale_client::{
+    ResourceMapping, ScaleError, parse_group_version, scale_for_resource_mappings,
+};
 use crate::state::HpaKey;
 use crate::status::status_semantically_equal;
 use crate::tolerance::tolerances_for_hpa;
+use k8s_openapi::api::autoscaling::v1::Scale;
 
 /// What one metric computation needs from the reconcile.
 struct MetricContext<'a> {
@@ -172,7 +175,7 @@ impl Inner {
                 );
             }
         };
-        let (mut scale, mapping) = match scale_for_resource_mappings(
+        let (scale, mapping) = match scale_for_resource_mappings(
             self.scale_client.as_ref(),
             &namespace,
             &target.name,
@@ -254,19 +257,11 @@ impl Inner {
         }
 
         let rescale = if decision.rescale {
-            if let Some(spec) = scale.spec.as_mut() {
-                spec.replicas = Some(decision.desired_replicas);
-            } else {
-                scale.spec = Some(k8s_openapi::api::autoscaling::v1::ScaleSpec {
-                    replicas: Some(decision.desired_replicas),
-                });
-            }
             match self
-                .scale_client
-                .update_scale(&namespace, &mapping, &scale)
+                .update_scale_on_conflict(&namespace, &mapping, scale, decision.desired_replicas)
                 .await
             {
-                Ok(_) => RescaleResult::Succeeded,
+                Ok(()) => RescaleResult::Succeeded,
                 Err(e) => RescaleResult::Failed(e.message),
             }
         } else {
@@ -350,6 +345,46 @@ impl Inner {
 
     /// `updateStatus`: PUT the whole object on `/status`; on error Warning
     /// `FailedUpdateStatus` and `failed to update status for %s: %v`.
+    /// The scale write of v1.34+ (kubernetes#132007): `retry.RetryOnConflict(retry.DefaultRetry,
+    /// ...)` around the update, re-reading the scale after every failed attempt so the next one
+    /// carries the latest resourceVersion. At most five attempts, 10ms apart; only a 409
+    /// Conflict is retried, and the error returned is the last update's.
+    async fn update_scale_on_conflict(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        mut scale: Scale,
+        replicas: i32,
+    ) -> Result<(), ScaleError> {
+        const STEPS: usize = 5;
+        const BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+        let name = scale.metadata.name.clone().unwrap_or_default();
+        let mut attempt = 1;
+        loop {
+            scale.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
+            let err = match self
+                .scale_client
+                .update_scale(namespace, mapping, &scale)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            match self.scale_client.get_scale(namespace, mapping, &name).await {
+                Ok(latest) => scale = latest,
+                Err(get_err) => tracing::error!(
+                    error = %get_err.message,
+                    "failed to get the latest scale after a failed update"
+                ),
+            }
+            if err.code != Some(409) || attempt >= STEPS {
+                return Err(err);
+            }
+            attempt += 1;
+            tokio::time::sleep(BACKOFF).await;
+        }
+    }
+
     async fn update_status(&self, hpa: &HorizontalPodAutoscaler) -> Result<(), ReconcileError> {
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
         let name = hpa.metadata.name.clone().unwrap_or_default();
@@ -562,7 +597,7 @@ impl Inner {
             *status = MetricStatus {
                 type_: "Object".to_owned(),
                 object: Some(ObjectMetricStatus {
-                    described_object: Default::default(),
+                    described_object: src.described_object.clone(),
                     metric: identifier(&src.metric.name, src.metric.selector.as_ref()),
                     current: MetricValueStatus {
                         average_value: Some(milli_quantity(r.usage)),
