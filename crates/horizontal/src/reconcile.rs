@@ -70,6 +70,20 @@ fn milli_quantity(v: i64) -> k8s_openapi::apimachinery::pkg::api::resource::Quan
     Quantity::from_milli(v).to_k8s()
 }
 
+/// `buildQuantity` (v1.34+, kubernetes#132351): resource metric values print in BinarySI for
+/// memory (`156250Ki`) and DecimalSI otherwise.
+fn resource_quantity(
+    resource: &str,
+    v: i64,
+) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
+    let format = if resource == "memory" {
+        hpa_metrics::quantity::Format::BinarySI
+    } else {
+        hpa_metrics::quantity::Format::DecimalSI
+    };
+    Quantity::from_milli_with_format(v, format).to_k8s()
+}
+
 fn failure(reason: MetricFailureReason, condition_error: String, error: String) -> MetricFailure {
     MetricFailure {
         reason,
@@ -745,7 +759,7 @@ impl Inner {
                 })?;
             (
                 MetricValueStatus {
-                    average_value: Some(milli_quantity(r.usage)),
+                    average_value: Some(resource_quantity(resource, r.usage)),
                     ..Default::default()
                 },
                 MetricProposal {
@@ -779,7 +793,7 @@ impl Inner {
             (
                 MetricValueStatus {
                     average_utilization: Some(r.utilization),
-                    average_value: Some(milli_quantity(r.raw_utilization)),
+                    average_value: Some(resource_quantity(resource, r.raw_utilization)),
                     value: None,
                 },
                 MetricProposal {

@@ -100,6 +100,16 @@ impl Quantity {
         }
     }
 
+    /// `resource.NewMilliQuantity(milli, format)`: a milli-value kept in `format`. Printing
+    /// follows Go's `String()`, so a BinarySI value below 1024 or not a whole number of
+    /// bytes still prints in DecimalSI (`500m`).
+    pub fn from_milli_with_format(milli: i64, format: Format) -> Quantity {
+        Quantity {
+            format,
+            ..Quantity::from_milli(milli)
+        }
+    }
+
     /// `value` in the given format (Go `NewQuantity`).
     pub fn new(value: i64, format: Format) -> Quantity {
         Quantity {
@@ -1361,5 +1371,17 @@ mod tests {
                 let _ = s.parse::<Quantity>().map(|q| (q.to_string(), q.milli_value(), q.value()));
             }
         }
+    }
+
+    #[test]
+    fn milli_with_binary_format_prints_like_go() {
+        // buildQuantity(memory, ...) = NewMilliQuantity(x, BinarySI).String().
+        let q = |m: i64| Quantity::from_milli_with_format(m, Format::BinarySI).to_string();
+        assert_eq!(q(160_000_000_000), "156250Ki");
+        assert_eq!(q(10 * 1024 * 1024 * 1000), "10Mi");
+        assert_eq!(q(1_536_000), "1536");
+        assert_eq!(q(500), "500m");
+        assert_eq!(q(1_000_500), "1000500m");
+        assert_eq!(q(0), "0");
     }
 }
