@@ -2,7 +2,9 @@
 //!
 //! No upstream counterpart. `replay` runs (or with `--check` only validates) scenario files
 //! of `fixture-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
-//! HTTP on loopback for the real controller binary and `kubectl`.
+//! HTTP on loopback for the real controller binary and `kubectl`; `demo` runs the real
+//! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
+//! or another scenario) and prints one line per decision.
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hpa_fixtures::demo::{self, DemoConfig, GoDuration};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
@@ -52,7 +55,23 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         kubeconfig_out: PathBuf,
     },
+    /// Run the real controller against a small simulated cluster whose load rises and falls,
+    /// printing one line per decision (about 40 seconds).
+    Demo {
+        /// A scenario to run instead of the embedded one (test-fixtures/demo/demo.yaml).
+        #[arg(value_name = "SCENARIO")]
+        scenario: Option<PathBuf>,
+        /// Run the timeline this many times faster than real time (0.1 to 100).
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// The controller's sync period on the demo's clock (default: the scenario's flag).
+        #[arg(long, value_name = "DURATION")]
+        sync_period: Option<GoDuration>,
+    },
 }
+
+/// The demo scenario, embedded so that `hpactl demo` runs from any directory.
+const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml");
 
 /// Exit status for an invalid scenario file or bad arguments.
 const EXIT_INVALID: u8 = 2;
@@ -66,6 +85,11 @@ fn main() -> ExitCode {
             addr,
             kubeconfig_out,
         } => serve(&scenario, addr, &kubeconfig_out),
+        Command::Demo {
+            scenario,
+            speed,
+            sync_period,
+        } => run_demo(scenario.as_deref(), DemoConfig { speed, sync_period }),
     }
 }
 
@@ -197,6 +221,55 @@ fn serve(file: &Path, addr: SocketAddr, kubeconfig_out: &Path) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_demo(file: Option<&Path>, config: DemoConfig) -> ExitCode {
+    let loaded = match file {
+        Some(f) => scenario::load_file(f),
+        None => scenario::load_str(DEMO_SCENARIO, "test-fixtures/demo/demo.yaml"),
+    };
+    let scenario = match loaded {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        init_logging();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // A closed pipe (`hpactl demo | head`) just drops the rest of the output.
+    let mut print = |line: &str| {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    match runtime.block_on(demo::run(&scenario, config, &mut print)) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(
+            e @ (demo::DemoError::Speed(_)
+            | demo::DemoError::SyncPeriod(_)
+            | demo::DemoError::Flags(_)
+            | demo::DemoError::Load(_)
+            | demo::DemoError::Deployment { .. }),
+        ) => {
+            eprintln!("{e}");
+            ExitCode::from(EXIT_INVALID)
+        }
+        Err(e) => {
+            eprintln!("demo: {e}");
             ExitCode::FAILURE
         }
     }
