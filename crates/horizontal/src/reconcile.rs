@@ -97,6 +97,21 @@ fn wrap(format: &str, args: &[GoArg<'_>]) -> String {
     sprintf(format, args)
 }
 
+/// A failed fetch of a named metric: the event and condition carry the calculator's error as
+/// is, the returned error wraps it as `format` (e.g. `failed to get %s external metric: %v`)
+/// and then in `outer`, as upstream's two `fmt.Errorf` layers do.
+fn named_fetch_failure(
+    reason: MetricFailureReason,
+    format: &str,
+    name: &str,
+    err: impl ToString,
+    outer: impl Fn(&str) -> String,
+) -> MetricFailure {
+    let e = err.to_string();
+    let inner = wrap(format, &[GoArg::str(name), GoArg::error(e.as_str())]);
+    failure(reason, e, outer(&inner))
+}
+
 fn identifier(name: &str, selector: Option<&LabelSelector>) -> MetricIdentifier {
     MetricIdentifier {
         name: name.to_owned(),
@@ -598,15 +613,13 @@ impl Inner {
                 })
                 .await
                 .map_err(|e| {
-                    let e = e.to_string();
-                    let inner = wrap(
+                    named_fetch_failure(
+                        REASON,
                         "failed to get %s object metric: %v",
-                        &[
-                            GoArg::str(src.metric.name.as_str()),
-                            GoArg::error(e.as_str()),
-                        ],
-                    );
-                    failure(REASON, e, outer(&inner))
+                        &src.metric.name,
+                        e,
+                        outer,
+                    )
                 })?;
             *status = MetricStatus {
                 type_: "Object".to_owned(),
@@ -866,12 +879,13 @@ impl Inner {
                 })
                 .await
                 .map_err(|e| {
-                    let e = e.to_string();
-                    let inner = wrap(
+                    named_fetch_failure(
+                        REASON,
                         "failed to get %s external metric: %v",
-                        &[GoArg::str(name), GoArg::error(e.as_str())],
-                    );
-                    failure(REASON, e, outer(&inner))
+                        name,
+                        e,
+                        outer,
+                    )
                 })?;
             *status = external_status(
                 name,
@@ -902,12 +916,13 @@ impl Inner {
                 })
                 .await
                 .map_err(|e| {
-                    let e = e.to_string();
-                    let inner = wrap(
+                    named_fetch_failure(
+                        REASON,
                         "failed to get external metric %s: %v",
-                        &[GoArg::str(name), GoArg::error(e.as_str())],
-                    );
-                    failure(REASON, e, outer(&inner))
+                        name,
+                        e,
+                        outer,
+                    )
                 })?;
             *status = external_status(
                 name,
