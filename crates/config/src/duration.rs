@@ -509,4 +509,21 @@ mod tests {
         );
         assert_eq!(GoDuration::from_nanos(-1_500_000_000).as_secs(), -1);
     }
+
+    proptest::proptest! {
+        /// Flag values and scenario offsets are input: any string gives a value or an error.
+        #[test]
+        fn never_panics(s in "\\PC{0,24}") {
+            let _ = s.parse::<GoDuration>();
+        }
+
+        /// Durations built from Go-like pieces parse, and print back to the same value.
+        #[test]
+        fn go_like_strings_round_trip(parts in proptest::collection::vec((0u32..1000, 0usize..7), 1..4)) {
+            let units = ["ns", "us", "µs", "ms", "s", "m", "h"];
+            let text: String = parts.iter().map(|(n, u)| format!("{n}{}", units[*u])).collect();
+            let d: GoDuration = text.parse().unwrap();
+            proptest::prop_assert_eq!(d.to_string().parse::<GoDuration>(), Ok(d));
+        }
+    }
 }
