@@ -3,7 +3,13 @@
 //! Mirrors `cmd/kube-controller-manager/app/controllermanager.go` (`Run`): logging, the
 //! client, secure serving of `/metrics` and health, leader election, then the controller
 //! until a signal or the loss of the lease. Exit status: 0 after SIGTERM/SIGINT (the lease is
-//! released first), 1 when leadership is lost or start-up fails.
+//! released first), 1 when leadership is lost or start-up fails (the API server not healthy
+//! within 10 s included, as KCM's `WaitForAPIServer`).
+//!
+//! Shutdown (`Run`'s cancelled context): the first SIGTERM closes the write fence at once (no
+//! write leaves after it), stops taking keys, cancels the reconciles in flight with their API
+//! calls, releases the lease (bounded by [`RELEASE_TIMEOUT`]) and exits 0; a second SIGTERM
+//! exits 1 at once, as component-base's `SetupSignalHandler` does.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,15 +18,18 @@ use std::time::Duration;
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{Options, SystemClock};
 use hpa_horizontal::controller::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_horizontal::scale_client::KubeScaleClient;
 use hpa_metrics::{AvailableApis, RestMetricsClient};
 use hpa_workqueue::WorkqueueMetrics;
 use prometheus::Registry;
 use tokio::sync::watch;
 
 use crate::auth::DelegatingAuth;
-use crate::client::build_client_with_metrics;
+use crate::client::{Clients, build_clients};
+use crate::fence::WriteFence;
 use crate::leader_election::{
-    ElectionConfig, KubeLeaseLock, LeaderElector, LeaderMetrics, RenewOutcome, new_identity,
+    ElectionConfig, KubeLeaseLock, LeaderElector, LeaderHealth, LeaderMetrics, RenewOutcome,
+    new_identity,
 };
 use crate::metrics::RestClientMetrics;
 use crate::serving::{Readiness, SecureServer, ServingConfig, ServingState};
@@ -55,9 +64,22 @@ pub enum AppError {
     /// The controller could not start.
     #[error("{0}")]
     Controller(#[from] hpa_horizontal::controller::ControllerError),
+    /// The API server did not answer `/healthz` with `ok` in time (KCM's
+    /// `WaitForAPIServer`).
+    #[error("failed to wait for apiserver being healthy: {0}")]
+    ApiServer(String),
 }
 
-/// Completes on SIGTERM or SIGINT.
+/// How long the lease release at shutdown may take: the whole shutdown stays within two
+/// seconds even when the API server stopped answering.
+pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long KCM waits for the API server's `/healthz` at start
+/// (`genericcontrollermanager.WaitForAPIServer(client, 10*time.Second)`).
+pub const API_SERVER_WAIT: Duration = Duration::from_secs(10);
+
+/// Completes on SIGTERM or SIGINT. A second signal after that ends the process at once
+/// with status 1 (component-base's `SetupSignalHandler`).
 pub async fn termination_signal() {
     #[cfg(unix)]
     {
@@ -68,6 +90,14 @@ pub async fn termination_signal() {
                     _ = term.recv() => {}
                     _ = tokio::signal::ctrl_c() => {}
                 }
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                    eprintln!("Error: received a second termination signal, exiting");
+                    std::process::exit(1);
+                });
             }
             Err(_) => {
                 let _ = tokio::signal::ctrl_c().await;
@@ -84,6 +114,56 @@ fn std_duration(d: hpa_config::GoDuration) -> Duration {
     d.to_std()
 }
 
+/// `WaitForAPIServer`: polls `/healthz` every second until it answers 200, for at most
+/// `timeout`; the error says why the last attempt failed.
+pub async fn wait_for_api_server(
+    client: &kube::Client,
+    server: &http::Uri,
+    timeout: Duration,
+) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let url = format!("{}/healthz", server.to_string().trim_end_matches('/'));
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let last_err = match tokio::time::timeout(left, healthz(client)).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e,
+            Err(_) => format!(
+                "failed to get apiserver /healthz status: Get \"{url}\": context deadline exceeded"
+            ),
+        };
+        let now = tokio::time::Instant::now();
+        if now + Duration::from_secs(1) > deadline {
+            return Err(format!("timed out waiting for the condition: {last_err}"));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn healthz(client: &kube::Client) -> Result<(), String> {
+    let request = http::Request::get("/healthz")
+        .body(kube::client::Body::empty())
+        .map_err(|e| e.to_string())?;
+    let response = client.send(request).await.map_err(|e| {
+        format!(
+            "failed to get apiserver /healthz status: {}",
+            hpa_metrics::kube_error_message(&e)
+        )
+    })?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    if status == http::StatusCode::OK {
+        return Ok(());
+    }
+    tracing::warn!("APIServer isn't healthy yet: {body}. Waiting a little while.");
+    Err(format!("APIServer isn't healthy: {body}"))
+}
+
 /// Runs the process until `stop` completes or leadership is lost.
 pub async fn run(
     options: Options,
@@ -91,24 +171,49 @@ pub async fn run(
 ) -> Result<Outcome, AppError> {
     let registry = Registry::new();
     let rest_metrics = RestClientMetrics::new(&registry)?;
-    let client = build_client_with_metrics(&options, rest_metrics.clone()).await?;
+    let le = options.leader_election.clone();
+    let fence = if le.leader_elect && options.hpa_controller_enabled() {
+        WriteFence::leased(std_duration(le.renew_deadline))
+    } else {
+        WriteFence::open()
+    };
+    let clients = build_clients(&options, rest_metrics.clone(), fence.clone()).await?;
 
-    // One stop signal, observed by every part.
+    // One stop signal, observed by every part. The fence closes first: no write leaves
+    // after the signal.
     let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        stop.await;
-        let _ = stop_tx.send(true);
-    });
+    {
+        let fence = fence.clone();
+        tokio::spawn(async move {
+            stop.await;
+            fence.close();
+            let _ = stop_tx.send(true);
+        });
+    }
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;
     };
 
     let readiness = Readiness::new();
+    let health = LeaderHealth::default();
     let auth = Arc::new(DelegatingAuth::from_flags(&options.auth).await?);
     let serving = ServingConfig::from_flags(&options.serving)?;
     if let Some(server) = SecureServer::bind(&serving).await? {
-        let state = ServingState::new(registry.clone(), readiness.clone(), auth);
+        let mut state = ServingState::new(registry.clone(), readiness.clone(), auth);
+        if le.leader_elect {
+            state = state.with_leader_health(health.clone());
+        }
         tokio::spawn(server.run(state, stopped(stop_rx.clone())));
+    }
+
+    {
+        let mut stop = std::pin::pin!(stopped(stop_rx.clone()));
+        tokio::select! {
+            waited = wait_for_api_server(&clients.hpa, &clients.server, API_SERVER_WAIT) => {
+                waited.map_err(AppError::ApiServer)?;
+            }
+            () = &mut stop => return Ok(Outcome::Stopped),
+        }
     }
 
     if !options.hpa_controller_enabled() {
@@ -120,23 +225,9 @@ pub async fn run(
         return Ok(Outcome::Stopped);
     }
 
-    let available_apis = AvailableApis::new();
-    let metrics_client =
-        RestMetricsClient::with_available_apis(client.clone(), available_apis.clone());
-    let controller = HorizontalController::new(ControllerParts {
-        client: client.clone(),
-        metrics_client: Arc::new(metrics_client),
-        available_apis: Some(available_apis),
-        scale_client: None,
-        config: ControllerConfig::from_options(&options),
-        clock: Arc::new(SystemClock),
-        registry: registry.clone(),
-        workqueue_metrics: Some(WorkqueueMetrics::register(&registry)?),
-        log_emissions: false,
-    })?;
+    let controller = build_controller(&options, &clients, &registry)?;
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 
-    let le = &options.leader_election;
     if !le.leader_elect {
         return run_controller(&controller, workers, &readiness, stopped(stop_rx.clone())).await;
     }
@@ -146,7 +237,12 @@ pub async fn run(
     let leader_metrics = LeaderMetrics::new(&registry)?;
     let identity = new_identity();
     tracing::info!(identity = %identity, lease = %format!("{}/{}", le.resource_namespace, le.resource_name), "leader election");
-    let lock = KubeLeaseLock::new(client, &le.resource_namespace, &le.resource_name, identity);
+    let lock = KubeLeaseLock::new(
+        clients.leader_election.clone(),
+        &le.resource_namespace,
+        &le.resource_name,
+        identity,
+    );
     let mut elector = LeaderElector::new(
         lock,
         ElectionConfig {
@@ -161,7 +257,9 @@ pub async fn run(
         },
         Arc::new(SystemClock),
         Some(leader_metrics),
-    );
+    )
+    .with_fence(fence.clone())
+    .with_health(health);
     let mut stop_acquire = Box::pin(stopped(stop_rx.clone()));
     if !elector.acquire(&mut stop_acquire).await {
         return Ok(Outcome::Stopped);
@@ -178,6 +276,7 @@ pub async fn run(
     };
     let mut stop_renew = Box::pin(stopped(stop_rx.clone()));
     let outcome = elector.renew(&mut stop_renew).await;
+    fence.close();
     let _ = halt_tx.send(true);
     match outcome {
         RenewOutcome::Lost => {
@@ -186,16 +285,47 @@ pub async fn run(
             Ok(Outcome::LeaderElectionLost)
         }
         RenewOutcome::Shutdown => {
-            // Finish in-flight reconciles, then hand the lease over at once.
-            let drain = tokio::time::timeout(std_duration(le.renew_deadline), run).await;
-            if drain.is_err() {
-                tracing::warn!("workers did not finish within the renew deadline");
+            // The workers were cancelled; hand the lease over at once.
+            if tokio::time::timeout(RELEASE_TIMEOUT, run).await.is_err() {
+                tracing::warn!("workers did not stop in time");
             }
             controller.stop();
-            elector.release().await;
+            if tokio::time::timeout(RELEASE_TIMEOUT, elector.release())
+                .await
+                .is_err()
+            {
+                tracing::error!("Failed to release lock: context deadline exceeded");
+            }
             Ok(Outcome::Stopped)
         }
     }
+}
+
+/// The controller over the process's clients: HPA status and events through the HPA client,
+/// the scale subresource through the scale client, each metrics API through its own, the
+/// informers through theirs.
+fn build_controller(
+    options: &Options,
+    clients: &Clients,
+    registry: &Registry,
+) -> Result<HorizontalController, AppError> {
+    let available_apis = AvailableApis::new();
+    let metrics_client =
+        RestMetricsClient::with_clients(clients.metrics.clone(), available_apis.clone());
+    Ok(HorizontalController::with_informer_client(
+        ControllerParts {
+            client: clients.hpa.clone(),
+            metrics_client: Arc::new(metrics_client),
+            available_apis: Some(available_apis),
+            scale_client: Some(Arc::new(KubeScaleClient::new(clients.scale.clone()))),
+            config: ControllerConfig::from_options(options),
+            clock: Arc::new(SystemClock),
+            registry: registry.clone(),
+            workqueue_metrics: Some(WorkqueueMetrics::register(registry)?),
+            log_emissions: false,
+        },
+        Some(clients.informers.clone()),
+    )?)
 }
 
 /// Starts the caches, reports ready once they synced, and runs the workers until `stop`
@@ -218,5 +348,6 @@ async fn run_controller(
     }
     readiness.set_ready();
     controller.run(workers, stop).await?;
+    controller.stop();
     Ok(Outcome::Stopped)
 }

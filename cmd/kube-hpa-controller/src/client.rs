@@ -40,6 +40,7 @@ use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use tower::{Layer, Service};
 
+use crate::fence::WriteFence;
 use crate::metrics::{ERROR_CODE, RestClientMetrics};
 
 /// client-go's `rest.DefaultQPS`, used when `--kube-api-qps` is 0.
@@ -233,6 +234,118 @@ pub fn check_content_type(content_type: &str) -> Result<(), ClientError> {
     }
 }
 
+/// What one of the process's clients is for. kube-controller-manager builds one client-go
+/// REST client per purpose (`ClientBuilder.ClientOrDie(name)` for the HPA clientset,
+/// `scale.NewForConfig` for the scale client, one per metrics API, `"shared-informers"` for
+/// the informers and `resourcelock.NewFromKubeconfig` for leader election), and each REST
+/// client has a token bucket of its own (`rest.RESTClientFor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientPurpose {
+    /// HPA status updates, events and discovery (`horizontal-pod-autoscaler`).
+    Hpa,
+    /// The `scale` subresource.
+    Scale,
+    /// `metrics.k8s.io`.
+    ResourceMetrics,
+    /// `custom.metrics.k8s.io`.
+    CustomMetrics,
+    /// `external.metrics.k8s.io`.
+    ExternalMetrics,
+    /// The informers' lists and watches (`shared-informers`).
+    Informers,
+    /// The Lease and its events (`leader-election`).
+    LeaderElection,
+}
+
+impl ClientPurpose {
+    /// The name appended to the user agent, as `rest.AddUserAgent` does.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientPurpose::Hpa
+            | ClientPurpose::Scale
+            | ClientPurpose::ResourceMetrics
+            | ClientPurpose::CustomMetrics
+            | ClientPurpose::ExternalMetrics => "horizontal-pod-autoscaler",
+            ClientPurpose::Informers => "shared-informers",
+            ClientPurpose::LeaderElection => "leader-election",
+        }
+    }
+}
+
+/// client-go's `maxRetries` for a request answered with `Retry-After`
+/// (`rest.Request.maxRetries`, 10 by default).
+pub const MAX_RETRIES: u32 = 10;
+
+/// The per-request timeout of every client but leader election's. client-go sets none by
+/// default (`rest.Config.Timeout` 0); the API server ends a request that is not a watch
+/// after its `--request-timeout`, one minute by default, so waiting longer than that can
+/// only mean the server or the network is gone.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The leader-election client's per-request timeout: `renewDeadline / 2`, at least one
+/// second (client-go `resourcelock.NewFromKubeconfig`).
+pub fn leader_election_timeout(renew_deadline: Duration) -> Duration {
+    (renew_deadline / 2).max(Duration::from_secs(1))
+}
+
+/// How one client is built.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// QPS and burst as [`effective_limits`] returns them (`None`: no limiter).
+    pub limits: Option<(f64, u32)>,
+    /// Where requests are counted, if anywhere.
+    pub metrics: Option<RestClientMetrics>,
+    /// The limiter's clock.
+    pub clock: TokioClock,
+    /// The timeout of each request that is not a watch, retries included.
+    pub request_timeout: Option<Duration>,
+    /// The fence writes must pass, if any.
+    pub fence: Option<WriteFence>,
+    /// Appended to the user agent (`kube-hpa-controller/VERSION/NAME`), if any.
+    pub name: Option<&'static str>,
+}
+
+impl ClientSettings {
+    /// Settings with the given limits and metrics, the default request timeout, no fence.
+    pub fn new(limits: Option<(f64, u32)>, metrics: Option<RestClientMetrics>) -> Self {
+        ClientSettings {
+            limits,
+            metrics,
+            clock: TokioClock::new(),
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            fence: None,
+            name: None,
+        }
+    }
+}
+
+/// Every client of the process, one per purpose, each with its own token bucket.
+#[derive(Clone)]
+pub struct Clients {
+    /// HPA status, events, discovery (write-fenced).
+    pub hpa: kube::Client,
+    /// The `scale` subresource (write-fenced).
+    pub scale: kube::Client,
+    /// The three metrics APIs.
+    pub metrics: hpa_metrics::MetricsApiClients,
+    /// Informers.
+    pub informers: kube::Client,
+    /// Leader election (not fenced: it renews the lease).
+    pub leader_election: kube::Client,
+    /// The fence of the writing clients.
+    pub fence: WriteFence,
+    /// The API server's base URL, for messages.
+    pub server: http::Uri,
+}
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds the API client from the flags: configuration as [`load_config`], the
 /// `--kube-api-qps`/`--kube-api-burst` token bucket and the REST client metrics (registered
 /// into `registry`) as one tower layer over kube's HTTP stack, and the user agent.
@@ -255,19 +368,77 @@ pub async fn build_client_with_metrics(
     check_content_type(&opts.generic.kube_api_content_type)?;
     let config = load_config(&opts.misc.kubeconfig, &opts.misc.master).await?;
     let limits = effective_limits(opts.generic.kube_api_qps, opts.generic.kube_api_burst)?;
-    client_from_config(config, limits, Some(metrics), TokioClock::new())
+    client_with(config, ClientSettings::new(limits, Some(metrics)))
+}
+
+/// Builds every client of the process from the flags (see [`Clients`]): the configuration
+/// is loaded once, each client gets its own token bucket of `--kube-api-qps` and
+/// `--kube-api-burst`, none retries but as client-go does, and the HPA and scale clients
+/// pass their writes through `fence`.
+pub async fn build_clients(
+    opts: &hpa_config::Options,
+    metrics: RestClientMetrics,
+    fence: WriteFence,
+) -> Result<Clients, ClientError> {
+    check_content_type(&opts.generic.kube_api_content_type)?;
+    let config = load_config(&opts.misc.kubeconfig, &opts.misc.master).await?;
+    let limits = effective_limits(opts.generic.kube_api_qps, opts.generic.kube_api_burst)?;
+    let renew_deadline = opts.leader_election.renew_deadline.to_std();
+    let make = |purpose: ClientPurpose| {
+        let mut settings = ClientSettings::new(limits, Some(metrics.clone()));
+        settings.name = Some(purpose.name());
+        match purpose {
+            ClientPurpose::Hpa | ClientPurpose::Scale => settings.fence = Some(fence.clone()),
+            ClientPurpose::LeaderElection => {
+                settings.request_timeout = Some(leader_election_timeout(renew_deadline));
+            }
+            _ => {}
+        }
+        client_with(config.clone(), settings)
+    };
+    Ok(Clients {
+        hpa: make(ClientPurpose::Hpa)?,
+        scale: make(ClientPurpose::Scale)?,
+        metrics: hpa_metrics::MetricsApiClients {
+            resource: make(ClientPurpose::ResourceMetrics)?,
+            custom: make(ClientPurpose::CustomMetrics)?,
+            external: make(ClientPurpose::ExternalMetrics)?,
+        },
+        informers: make(ClientPurpose::Informers)?,
+        leader_election: make(ClientPurpose::LeaderElection)?,
+        fence,
+        server: config.cluster_url.clone(),
+    })
 }
 
 /// Builds a client from an already loaded configuration: `limits` as returned by
 /// [`effective_limits`], `metrics` counted per request when given, the limiter reading
-/// `clock`.
+/// `clock`; the default request timeout, no fence.
 pub fn client_from_config(
-    mut config: kube::Config,
+    config: kube::Config,
     limits: Option<(f64, u32)>,
     metrics: Option<RestClientMetrics>,
     clock: TokioClock,
 ) -> Result<kube::Client, ClientError> {
-    if let Ok(ua) = HeaderValue::from_str(&user_agent()) {
+    let mut settings = ClientSettings::new(limits, metrics);
+    settings.clock = clock;
+    client_with(config, settings)
+}
+
+/// Builds a client from a loaded configuration and its settings. kube's own retries of
+/// 429/503/504 are turned off (`Config::default_retry`): the layer retries as client-go
+/// does. A CA certificate of the configuration that has expired is refused as Go's
+/// `crypto/x509` refuses it.
+pub fn client_with(
+    mut config: kube::Config,
+    settings: ClientSettings,
+) -> Result<kube::Client, ClientError> {
+    config.default_retry = false;
+    let ua = match settings.name {
+        Some(name) => format!("{}/{name}", user_agent()),
+        None => user_agent(),
+    };
+    if let Ok(ua) = HeaderValue::from_str(&ua) {
         config
             .headers
             .retain(|(name, _)| name != http::header::USER_AGENT);
@@ -278,7 +449,25 @@ pub fn client_from_config(
         .cluster_url
         .authority()
         .map_or_else(|| "none".to_string(), |a| a.as_str().to_string());
-    let layer = RestClientLayer::new(limits, metrics, host, clock);
+    let base = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let https = config.cluster_url.scheme_str() == Some("https");
+    let mut expired_ca = None;
+    if https && let Some(roots) = config.root_cert.take() {
+        let (kept, expired) = crate::tls::split_expired(&roots, jiff::Timestamp::now());
+        if !expired.is_empty() && kept.is_empty() {
+            // Every authority has expired: Go refuses every server; so does this client.
+            expired_ca = expired.into_iter().next();
+            config.root_cert = Some(roots);
+        } else {
+            // Go would not build a chain through an expired authority; the valid ones stay.
+            config.root_cert = Some(kept);
+        }
+    }
+    let layer = RestClientLayer::with_settings(settings, host, base, expired_ca);
     let builder = ClientBuilder::try_from(config)?;
     Ok(builder.with_layer(&layer).build())
 }
@@ -321,12 +510,20 @@ pub struct TokenBucket {
     clock: TokioClock,
 }
 
+/// The longest refill period a bucket uses: a QPS below one token a year (e.g.
+/// `--kube-api-qps=1e-30`) behaves as one token a year rather than overflowing.
+const MAX_TOKEN_PERIOD: Duration = Duration::from_secs(365 * 24 * 3600);
+
 impl TokenBucket {
-    /// A bucket of `burst` tokens refilled at `qps` a second (`qps` > 0, `burst` > 0).
+    /// A bucket of `burst` tokens refilled at `qps` a second (`qps` > 0, `burst` > 0). Any
+    /// `qps` works: a tiny one is capped at one token a year, an infinite or huge one
+    /// means one token a nanosecond.
     pub fn new(qps: f64, burst: u32, clock: TokioClock) -> Self {
         let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
         let period = if qps.is_finite() && qps > 0.0 {
-            Duration::from_secs_f64((1.0 / qps).max(1e-9))
+            Duration::try_from_secs_f64(1.0 / qps)
+                .unwrap_or(MAX_TOKEN_PERIOD)
+                .clamp(Duration::from_nanos(1), MAX_TOKEN_PERIOD)
         } else {
             Duration::from_nanos(1)
         };
@@ -353,8 +550,9 @@ impl TokenBucket {
     }
 }
 
-/// The tower layer: throttles each request on the token bucket and reports client-go's
-/// REST client metrics.
+/// The tower layer: throttles each request on the token bucket, retries as client-go does,
+/// bounds each request by its timeout, keeps writes behind the fence, words transport
+/// errors as Go does, and reports client-go's REST client metrics.
 #[derive(Debug, Clone)]
 pub struct RestClientLayer {
     inner: Arc<LayerState>,
@@ -365,21 +563,43 @@ struct LayerState {
     bucket: Option<TokenBucket>,
     metrics: Option<RestClientMetrics>,
     host: String,
+    base: String,
+    request_timeout: Option<Duration>,
+    fence: Option<WriteFence>,
+    expired_ca: Option<crate::tls::ExpiredCa>,
 }
 
 impl RestClientLayer {
-    /// A layer with the given limits (`None`: no limiter), metrics and `host` label.
+    /// A layer with the given limits (`None`: no limiter), metrics and `host` label, the
+    /// default request timeout and no fence.
     pub fn new(
         limits: Option<(f64, u32)>,
         metrics: Option<RestClientMetrics>,
         host: String,
         clock: TokioClock,
     ) -> Self {
+        let mut settings = ClientSettings::new(limits, metrics);
+        settings.clock = clock;
+        Self::with_settings(settings, host.clone(), format!("https://{host}"), None)
+    }
+
+    fn with_settings(
+        settings: ClientSettings,
+        host: String,
+        base: String,
+        expired_ca: Option<crate::tls::ExpiredCa>,
+    ) -> Self {
         RestClientLayer {
             inner: Arc::new(LayerState {
-                bucket: limits.map(|(qps, burst)| TokenBucket::new(qps, burst, clock)),
-                metrics,
+                bucket: settings
+                    .limits
+                    .map(|(qps, burst)| TokenBucket::new(qps, burst, settings.clock)),
+                metrics: settings.metrics,
                 host,
+                base,
+                request_timeout: settings.request_timeout,
+                fence: settings.fence,
+                expired_ca,
             }),
         }
     }
@@ -389,17 +609,26 @@ impl<S> Layer<S> for RestClientLayer {
     type Service = RestClientService<S>;
     fn layer(&self, inner: S) -> Self::Service {
         RestClientService {
-            inner,
+            inner: Arc::new(tokio::sync::Mutex::new(inner)),
             state: self.inner.clone(),
         }
     }
 }
 
 /// The service made by [`RestClientLayer`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RestClientService<S> {
-    inner: S,
+    inner: Arc<tokio::sync::Mutex<S>>,
     state: Arc<LayerState>,
+}
+
+impl<S> Clone for RestClientService<S> {
+    fn clone(&self) -> Self {
+        RestClientService {
+            inner: self.inner.clone(),
+            state: self.state.clone(),
+        }
+    }
 }
 
 /// A watch request (`?watch=true` or `?watch=1`): client-go does not throttle these.
@@ -410,65 +639,239 @@ fn is_watch<B>(req: &Request<B>) -> bool {
     })
 }
 
-impl<S, B, RB> Service<Request<B>> for RestClientService<S>
+/// A request that changes state: the fence applies to it.
+fn is_write(method: &http::Method) -> bool {
+    matches!(
+        *method,
+        http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
+    )
+}
+
+/// Go's `net/http` spelling of a method in a `*url.Error` (`Get`, `Put`, ...).
+fn go_op(method: &http::Method) -> String {
+    let m = method.as_str();
+    let mut out = String::with_capacity(m.len());
+    for (i, c) in m.chars().enumerate() {
+        if i == 0 {
+            out.push(c.to_ascii_uppercase());
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// An error of this layer, worded as client-go words it (`Get "URL": cause`).
+#[derive(Debug, thiserror::Error)]
+#[error("{text}")]
+pub struct RequestError {
+    text: String,
+    #[source]
+    source: Option<BoxError>,
+}
+
+/// `Retry-After` as client-go reads it (`retryAfterSeconds`: whole seconds only) on a 429 or
+/// a 5xx answer (`checkWait`).
+fn retry_after(status: http::StatusCode, headers: &http::HeaderMap) -> Option<Duration> {
+    if status != http::StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
+        return None;
+    }
+    let secs: i64 = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0)))
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<S, RB> Service<Request<kube::client::Body>> for RestClientService<S>
 where
-    S: Service<Request<B>, Response = Response<RB>>,
+    S: Service<Request<kube::client::Body>, Response = Response<RB>> + Send + 'static,
     S::Future: Send + 'static,
-    S::Error: 'static,
+    S::Error: Into<BoxError> + 'static,
+    RB: Send + 'static,
 {
     type Response = Response<RB>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, S::Error>> + Send>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Readiness of the inner service is awaited per attempt in `call`.
+        Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let state = self.state.clone();
-        let verb = req.method().as_str().to_string();
-        let watch = is_watch(&req);
-        let uri = req.uri().clone();
-        // kube's stack below is lazy (hyper sends when the future is first polled), so the
-        // request leaves only after the token is taken below.
-        let fut = self.inner.call(req);
+        let inner = self.inner.clone();
         Box::pin(async move {
+            let watch = is_watch(&req);
+            let url = format!("{}{}", state.base, req.uri());
+            let op = go_op(req.method());
             let start = tokio::time::Instant::now();
-            if !watch && let Some(bucket) = &state.bucket {
-                bucket.wait().await;
-                let waited = start.elapsed();
-                if let Some(m) = &state.metrics {
-                    m.rate_limiter_duration
-                        .with_label_values(&[verb.as_str(), state.host.as_str()])
-                        .observe(waited.as_secs_f64());
-                }
-                if waited > Duration::from_millis(50) {
-                    crate::v!(
-                        3,
-                        "Waited for {:?} due to client-side throttling, not priority and fairness, request: {}:{}",
-                        waited,
-                        verb,
-                        uri
-                    );
-                }
+            let limit = if watch { None } else { state.request_timeout };
+            let attempts = send_with_retries(&state, &inner, req, watch, &op, &url);
+            let result = match limit {
+                Some(limit) => match tokio::time::timeout(limit, attempts).await {
+                    Ok(r) => r,
+                    Err(_) => Err(RequestError {
+                        text: format!(
+                            "{op} \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+                        ),
+                        source: None,
+                    }),
+                },
+                None => attempts.await,
+            };
+            if !watch && let Some(m) = &state.metrics {
+                m.request_duration
+                    .with_label_values(&[op.to_ascii_uppercase().as_str(), state.host.as_str()])
+                    .observe(start.elapsed().as_secs_f64());
             }
-            let result = fut.await;
-            if let Some(m) = &state.metrics {
-                let code = match &result {
-                    Ok(resp) => resp.status().as_u16().to_string(),
-                    Err(_) => ERROR_CODE.to_string(),
-                };
-                m.requests
-                    .with_label_values(&[code.as_str(), verb.as_str(), state.host.as_str()])
-                    .inc();
-                if !watch {
-                    m.request_duration
-                        .with_label_values(&[verb.as_str(), state.host.as_str()])
-                        .observe(start.elapsed().as_secs_f64());
-                }
-            }
-            result
+            result.map_err(|e| Box::new(e) as BoxError)
         })
+    }
+}
+
+/// Throttle, fence, send; again after a `Retry-After` answer, at most [`MAX_RETRIES`]
+/// times (client-go's `Request.request` with `withRetry`). Each attempt is throttled and
+/// counted, as client-go counts each.
+async fn send_with_retries<S, RB>(
+    state: &LayerState,
+    inner: &tokio::sync::Mutex<S>,
+    req: Request<kube::client::Body>,
+    watch: bool,
+    op: &str,
+    url: &str,
+) -> Result<Response<RB>, RequestError>
+where
+    S: Service<Request<kube::client::Body>, Response = Response<RB>>,
+    S::Error: Into<BoxError>,
+{
+    let verb = req.method().as_str().to_string();
+    let write = is_write(req.method());
+    let mut next = Some(req);
+    let mut retries = 0u32;
+    loop {
+        let Some(req) = next.take() else {
+            return Err(RequestError {
+                text: format!("{op} \"{url}\": the request body cannot be sent again"),
+                source: None,
+            });
+        };
+        if !watch && let Some(bucket) = &state.bucket {
+            let throttle_start = tokio::time::Instant::now();
+            bucket.wait().await;
+            let waited = throttle_start.elapsed();
+            if let Some(m) = &state.metrics {
+                m.rate_limiter_duration
+                    .with_label_values(&[verb.as_str(), state.host.as_str()])
+                    .observe(waited.as_secs_f64());
+            }
+            if waited > Duration::from_millis(50) {
+                crate::v!(
+                    3,
+                    "Waited for {:?} due to client-side throttling, not priority and fairness, request: {}:{}",
+                    waited,
+                    verb,
+                    url
+                );
+            }
+        }
+        if let Some(ca) = &state.expired_ca {
+            count(state, ERROR_CODE, &verb);
+            return Err(RequestError {
+                text: format!("{op} \"{url}\": {}", ca.go_error()),
+                source: None,
+            });
+        }
+        if write && let Some(fence) = &state.fence {
+            fence.check().map_err(|e| RequestError {
+                text: format!("{op} \"{url}\": {e}"),
+                source: Some(Box::new(e)),
+            })?;
+        }
+        // Keep a copy for a retry when the body allows it.
+        next = clone_request(&req);
+        let fut = {
+            let mut svc = inner.lock().await;
+            std::future::poll_fn(|cx| svc.poll_ready(cx))
+                .await
+                .map_err(|e| transport_error(op, url, e.into()))?;
+            svc.call(req)
+        };
+        let response = match fut.await {
+            Ok(r) => r,
+            Err(e) => {
+                count(state, ERROR_CODE, &verb);
+                return Err(transport_error(op, url, e.into()));
+            }
+        };
+        count(state, response.status().as_str(), &verb);
+        if watch || retries >= MAX_RETRIES || next.is_none() {
+            return Ok(response);
+        }
+        let Some(wait) = retry_after(response.status(), response.headers()) else {
+            return Ok(response);
+        };
+        retries += 1;
+        crate::v!(
+            4,
+            "Got a Retry-After {:?} response for attempt {} to {}",
+            wait,
+            retries,
+            url
+        );
+        drop(response);
+        tokio::time::sleep(wait).await;
+    }
+}
+
+fn count(state: &LayerState, code: &str, verb: &str) {
+    if let Some(m) = &state.metrics {
+        m.requests
+            .with_label_values(&[code, verb, state.host.as_str()])
+            .inc();
+    }
+}
+
+fn clone_request(req: &Request<kube::client::Body>) -> Option<Request<kube::client::Body>> {
+    let body = req.body().try_clone()?;
+    let mut out = Request::new(body);
+    *out.method_mut() = req.method().clone();
+    *out.uri_mut() = req.uri().clone();
+    *out.version_mut() = req.version();
+    *out.headers_mut() = req.headers().clone();
+    if let Some(ext) = req.extensions().get::<&'static str>() {
+        out.extensions_mut().insert(*ext);
+    }
+    Some(out)
+}
+
+/// A transport failure in Go's words: `Get "URL": dial tcp HOST:PORT: connect: connection
+/// refused`, `... tls: failed to verify certificate: x509: ...`, or the deepest cause kube
+/// gives.
+fn transport_error(op: &str, url: &str, err: BoxError) -> RequestError {
+    let authority = url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| {
+            let host = u.host()?.to_string();
+            let port = u.port_u16().unwrap_or(if u.scheme_str() == Some("http") {
+                80
+            } else {
+                443
+            });
+            Some(format!("{host}:{port}"))
+        })
+        .unwrap_or_default();
+    let cause = crate::tls::go_transport_cause(err.as_ref(), &authority);
+    RequestError {
+        text: format!("{op} \"{url}\": {cause}"),
+        source: Some(err),
     }
 }
 

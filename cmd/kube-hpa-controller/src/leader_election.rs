@@ -15,10 +15,13 @@ use std::time::Duration;
 use hpa_config::Clock;
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 use std::sync::Arc;
+
+use crate::fence::WriteFence;
 
 /// client-go's `JitterFactor` for the acquire loop.
 pub const JITTER_FACTOR: f64 = 1.2;
@@ -70,6 +73,9 @@ pub trait LeaseLock: Send {
     fn identity(&self) -> &str;
     /// `namespace/name` of the lock, for logs.
     fn describe(&self) -> String;
+    /// Records a `LeaderElection` event on the lock object, `"<identity> <what>"`
+    /// (`resourcelock.LeaseLock.RecordEvent`). Must not wait on the API.
+    fn record_event(&self, _what: &str) {}
 }
 
 /// Leader-election timings and identity.
@@ -124,6 +130,72 @@ impl LeaderMetrics {
     }
 }
 
+/// KCM's `leaderElection` healthz check (`leaderelection.NewLeaderHealthzAdaptor(20s)`):
+/// unhealthy when this process leads but has not renewed its lease for more than the lease
+/// duration plus the tolerance, i.e. when it should have stopped leading but did not.
+#[derive(Debug, Clone)]
+pub struct LeaderHealth {
+    state: Arc<std::sync::Mutex<HealthState>>,
+    tolerance: Duration,
+}
+
+#[derive(Debug, Default)]
+struct HealthState {
+    leading: bool,
+    observed: Option<tokio::time::Instant>,
+    lease_duration: Duration,
+    name: String,
+}
+
+/// KCM's tolerance for an expired lease in the healthz check.
+pub const HEALTHZ_TOLERANCE: Duration = Duration::from_secs(20);
+
+impl Default for LeaderHealth {
+    fn default() -> Self {
+        Self::new(HEALTHZ_TOLERANCE)
+    }
+}
+
+impl LeaderHealth {
+    /// A check tolerating `tolerance` past the lease duration.
+    pub fn new(tolerance: Duration) -> Self {
+        LeaderHealth {
+            state: Arc::default(),
+            tolerance,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HealthState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn observe(&self, leading: bool, config: &ElectionConfig) {
+        let mut s = self.lock();
+        s.leading = leading;
+        s.observed = Some(tokio::time::Instant::now());
+        s.lease_duration = config.lease_duration;
+        s.name.clone_from(&config.name);
+    }
+
+    /// `LeaderElector.Check`: the error text of a failing check.
+    pub fn check(&self) -> Result<(), String> {
+        let s = self.lock();
+        if !s.leading {
+            return Ok(());
+        }
+        let Some(observed) = s.observed else {
+            return Ok(());
+        };
+        if observed.elapsed() > s.lease_duration + self.tolerance {
+            return Err(format!(
+                "failed election to renew leadership on lease {}",
+                s.name
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Why the renew loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenewOutcome {
@@ -144,6 +216,8 @@ pub struct LeaderElector<L> {
     observed_raw: Option<String>,
     observed_time: Option<Timestamp>,
     jitter: RandomState,
+    fence: Option<WriteFence>,
+    health: Option<LeaderHealth>,
 }
 
 impl<L: LeaseLock> LeaderElector<L> {
@@ -166,7 +240,47 @@ impl<L: LeaseLock> LeaderElector<L> {
             observed_raw: None,
             observed_time: None,
             jitter: RandomState::new(),
+            fence: None,
+            health: None,
         }
+    }
+
+    /// Opens `fence` for writes after each successful acquisition or renewal (see
+    /// [`crate::fence`]) and closes it when leadership is lost.
+    pub fn with_fence(mut self, fence: WriteFence) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// Reports to `health` (the `leaderElection` healthz check).
+    pub fn with_health(mut self, health: LeaderHealth) -> Self {
+        self.health = Some(health);
+        self
+    }
+
+    /// One attempt bounded by `limit` (the renewal round's context in client-go): a hung
+    /// call counts as a failed attempt. On success, the fence opens from the time the
+    /// attempt began.
+    async fn attempt(&mut self, limit: Option<Duration>) -> bool {
+        let sent = tokio::time::Instant::now();
+        let ok = match limit {
+            Some(limit) => tokio::time::timeout(limit, self.try_acquire_or_renew())
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!(lock = %self.lock.describe(), "Failed to update lock: context deadline exceeded");
+                    false
+                }),
+            None => self.try_acquire_or_renew().await,
+        };
+        if ok {
+            if let Some(f) = &self.fence {
+                f.renewed(sent);
+            }
+            if let Some(h) = &self.health {
+                h.observe(true, &self.config);
+            }
+        }
+        ok
     }
 
     /// Whether the last observed holder is this candidate.
@@ -278,7 +392,8 @@ impl<L: LeaseLock> LeaderElector<L> {
     pub async fn acquire(&mut self, shutdown: &mut (impl Future<Output = ()> + Unpin)) -> bool {
         tracing::info!(lock = %self.lock.describe(), "attempting to acquire leader lease");
         loop {
-            if self.try_acquire_or_renew().await {
+            if self.attempt(Some(self.config.renew_deadline)).await {
+                self.lock.record_event("became leader");
                 tracing::info!(lock = %self.lock.describe(), "successfully acquired lease");
                 if let Some(m) = &self.metrics {
                     m.set_leader(&self.config.name, true);
@@ -294,28 +409,53 @@ impl<L: LeaseLock> LeaderElector<L> {
     }
 
     /// Renews every retry period until a renewal round fails for the whole renew deadline
-    /// ([`RenewOutcome::Lost`]) or `shutdown` resolves (`renew`).
+    /// ([`RenewOutcome::Lost`]) or `shutdown` resolves (`renew`). Each round is bounded by
+    /// the renew deadline, a hung attempt included (client-go's `timeoutCtx`); when it
+    /// passes, the fence is closed at once. Records `stopped leading` when it returns.
     pub async fn renew(
+        &mut self,
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+    ) -> RenewOutcome {
+        let outcome = self.renew_rounds(shutdown).await;
+        self.lock.record_event("stopped leading");
+        outcome
+    }
+
+    async fn renew_rounds(
         &mut self,
         shutdown: &mut (impl Future<Output = ()> + Unpin),
     ) -> RenewOutcome {
         loop {
             let deadline = tokio::time::Instant::now() + self.config.renew_deadline;
             let renewed = loop {
-                if self.try_acquire_or_renew().await {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let attempt = self.attempt(Some(left));
+                let ok = tokio::select! {
+                    ok = attempt => ok,
+                    _ = &mut *shutdown => return RenewOutcome::Shutdown,
+                };
+                if ok {
                     break true;
                 }
-                if tokio::time::Instant::now() + self.config.retry_period > deadline {
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
                     break false;
                 }
+                let wait = self.config.retry_period.min(deadline - now);
                 tokio::select! {
-                    _ = tokio::time::sleep(self.config.retry_period) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = &mut *shutdown => return RenewOutcome::Shutdown,
                 }
             };
             if !renewed {
+                if let Some(f) = &self.fence {
+                    f.close();
+                }
                 if let Some(m) = &self.metrics {
                     m.set_leader(&self.config.name, false);
+                }
+                if let Some(h) = &self.health {
+                    h.observe(false, &self.config);
                 }
                 tracing::info!(lock = %self.lock.describe(), "failed to renew lease: timed out waiting for the condition");
                 return RenewOutcome::Lost;
@@ -346,6 +486,9 @@ impl<L: LeaseLock> LeaderElector<L> {
         }
         if let Some(m) = &self.metrics {
             m.set_leader(&self.config.name, false);
+        }
+        if let Some(h) = &self.health {
+            h.observe(false, &self.config);
         }
         self.set_observed(record);
         true
@@ -444,6 +587,69 @@ impl LeaseLock for KubeLeaseLock {
 
     fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    fn record_event(&self, what: &str) {
+        let event = lease_event(
+            self.lease.as_ref(),
+            &self.namespace,
+            &self.name,
+            &format!("{} {what}", self.identity),
+            Timestamp::now(),
+        );
+        let api: Api<Event> = Api::namespaced(self.api.clone().into_client(), &self.namespace);
+        // Asynchronous, as a client-go recorder is: the election never waits on it.
+        tokio::spawn(async move {
+            if let Err(e) = api.create(&PostParams::default(), &event).await {
+                tracing::warn!(error = %e, "Server rejected event (will not retry!)");
+            }
+        });
+    }
+}
+
+/// The component name of this process's own events (KCM's is `kube-controller-manager`).
+pub const EVENT_COMPONENT: &str = "kube-hpa-controller";
+
+/// The `LeaderElection` event on the Lease, as client-go's recorder makes it (`makeEvent`:
+/// name `<object>.<nanos in hex>`, count 1, `source.component` and `reportingComponent`
+/// the component, `reportingInstance` the source host, empty here as in KCM).
+pub fn lease_event(
+    lease: Option<&Lease>,
+    namespace: &str,
+    name: &str,
+    message: &str,
+    now: Timestamp,
+) -> Event {
+    let meta = lease.map(|l| &l.metadata);
+    let nanos = now.as_nanosecond();
+    Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}.{nanos:x}")),
+            namespace: Some(namespace.to_string()),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".to_string()),
+            kind: Some("Lease".to_string()),
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            uid: meta.and_then(|m| m.uid.clone()),
+            resource_version: meta.and_then(|m| m.resource_version.clone()),
+            field_path: None,
+        },
+        reason: Some("LeaderElection".to_string()),
+        message: Some(message.to_string()),
+        type_: Some("Normal".to_string()),
+        source: Some(EventSource {
+            component: Some(EVENT_COMPONENT.to_string()),
+            host: None,
+        }),
+        first_timestamp: Some(Time(now)),
+        last_timestamp: Some(Time(now)),
+        count: Some(1),
+        reporting_component: Some(EVENT_COMPONENT.to_string()),
+        reporting_instance: Some(String::new()),
+        ..Event::default()
     }
 }
 

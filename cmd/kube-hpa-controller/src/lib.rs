@@ -5,7 +5,9 @@
 pub mod app;
 pub mod auth;
 pub mod client;
+pub mod fence;
 pub mod leader_election;
 pub mod logging;
 pub mod metrics;
 pub mod serving;
+pub mod tls;

@@ -106,6 +106,8 @@ pub fn init(opts: &hpa_config::options::LoggingFlags) -> Result<(), LoggingError
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // klog never colours its lines; field names stay plain in a file or a terminal.
+        .with_ansi(false)
         .event_format(format)
         .try_init()
         .map_err(|e| LoggingError::AlreadySet(e.to_string()))

@@ -19,6 +19,7 @@
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, Request, State};
@@ -156,6 +157,7 @@ pub struct ServingState {
     process: Registry,
     readiness: Readiness,
     auth: Arc<DelegatingAuth>,
+    leader: Option<crate::leader_election::LeaderHealth>,
 }
 
 impl ServingState {
@@ -171,7 +173,15 @@ impl ServingState {
             process,
             readiness,
             auth,
+            leader: None,
         }
+    }
+
+    /// Adds KCM's `leaderElection` check to `/healthz` and `/livez`
+    /// (`NewLeaderHealthzAdaptor`).
+    pub fn with_leader_health(mut self, health: crate::leader_election::LeaderHealth) -> Self {
+        self.leader = Some(health);
+        self
     }
 }
 
@@ -225,6 +235,11 @@ type Check = (&'static str, Result<(), String>);
 
 fn checks(state: &ServingState, endpoint: &str) -> Vec<Check> {
     let mut out: Vec<Check> = vec![("ping", Ok(()))];
+    if let Some(leader) = &state.leader
+        && endpoint != "readyz"
+    {
+        out.push(("leaderElection", leader.check()));
+    }
     if endpoint == "readyz" {
         out.push((READY_CHECK, state.readiness.check()));
     }
@@ -505,11 +520,32 @@ async fn listen(addr: SocketAddr) -> Result<TcpListener, ServeError> {
         .map_err(|source| ServeError::Bind { addr, source })
 }
 
+/// The connection timeouts of `k8s.io/apiserver`'s secure serving (`secure_serving.go`:
+/// `ReadHeaderTimeout` 32 s, covering the TLS handshake and the request header; `IdleTimeout`
+/// 90 s between requests on a kept-alive connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnTimeouts {
+    /// From accept (or from the first byte of a later request) to a complete header.
+    pub read_header: Duration,
+    /// Between the end of a response and the first byte of the next request.
+    pub idle: Duration,
+}
+
+impl Default for ConnTimeouts {
+    fn default() -> Self {
+        ConnTimeouts {
+            read_header: Duration::from_secs(32),
+            idle: Duration::from_secs(90),
+        }
+    }
+}
+
 /// A bound HTTPS listener, ready to serve.
 pub struct SecureServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
     chain: Vec<CertificateDer<'static>>,
+    timeouts: ConnTimeouts,
 }
 
 impl std::fmt::Debug for SecureServer {
@@ -545,7 +581,14 @@ impl SecureServer {
             listener,
             acceptor: TlsAcceptor::from(Arc::new(tls)),
             chain,
+            timeouts: ConnTimeouts::default(),
         })
+    }
+
+    /// Uses other connection timeouts (tests).
+    pub fn with_timeouts(mut self, timeouts: ConnTimeouts) -> Self {
+        self.timeouts = timeouts;
+        self
     }
 
     /// The bound address.
@@ -580,28 +623,52 @@ impl SecureServer {
                         }
                     };
                     let acceptor = self.acceptor.clone();
-                    let svc = TowerToHyperService::new(app.clone());
-                    conns.spawn(async move {
-                        let tls = match acceptor.accept(tcp).await {
-                            Ok(t) => t,
-                            Err(e) => {
-                                crate::v!(4, peer = %peer, error = %e, "TLS handshake error");
-                                return;
-                            }
-                        };
-                        if let Err(e) = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(tls), svc)
-                            .await
-                        {
-                            crate::v!(4, peer = %peer, error = %e, "connection error");
-                        }
-                    });
+                    let app = app.clone();
+                    let timeouts = self.timeouts;
+                    conns.spawn(serve_connection(tcp, peer, acceptor, app, timeouts));
                 }
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
             }
         }
         conns.abort_all();
         tracing::info!("Stopped listening on the secure port");
+    }
+}
+
+/// One connection: the TLS handshake and the first header within `read_header`, then
+/// requests until the client closes, a later header takes longer than `read_header` from its
+/// first byte, or no request starts within `idle` of the last response.
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    app: Router,
+    timeouts: ConnTimeouts,
+) {
+    let activity = conn_timeout::Activity::new();
+    let io = conn_timeout::TrackedIo::new(tcp, activity.clone());
+    let tls = match tokio::time::timeout(timeouts.read_header, acceptor.accept(io)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            crate::v!(4, peer = %peer, error = %e, "TLS handshake error");
+            return;
+        }
+        Err(_) => {
+            crate::v!(4, peer = %peer, "TLS handshake timeout");
+            return;
+        }
+    };
+    let svc = TowerToHyperService::new(conn_timeout::TrackRequests::new(app, activity.clone()));
+    let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), svc);
+    tokio::select! {
+        result = conn => {
+            if let Err(e) = result {
+                crate::v!(4, peer = %peer, error = %e, "connection error");
+            }
+        }
+        () = activity.expired(timeouts) => {
+            crate::v!(4, peer = %peer, "closing connection: header or idle timeout");
+        }
     }
 }
 
@@ -618,5 +685,182 @@ pub async fn serve(
             Ok(())
         }
         None => Ok(()),
+    }
+}
+
+/// The bookkeeping behind [`ConnTimeouts`]: the connection's reads and its requests.
+mod conn_timeout {
+    use std::future::Future;
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll};
+
+    use axum::Router;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::time::Instant;
+    use tower::Service;
+
+    use super::ConnTimeouts;
+
+    #[derive(Debug)]
+    struct State {
+        /// When the wait for a header began: accept, or the first byte after a response.
+        header_since: Option<Instant>,
+        /// When the last response ended (no request in progress); `None` before the first.
+        idle_since: Option<Instant>,
+        in_flight: usize,
+    }
+
+    /// Shared between the connection's IO and its service.
+    #[derive(Debug, Clone)]
+    pub(super) struct Activity(Arc<Mutex<State>>);
+
+    impl Activity {
+        pub(super) fn new() -> Self {
+            Activity(Arc::new(Mutex::new(State {
+                header_since: Some(Instant::now()),
+                idle_since: None,
+                in_flight: 0,
+            })))
+        }
+
+        fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+            f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        }
+
+        fn bytes_read(&self) {
+            self.with(|s| {
+                if s.in_flight == 0 && s.header_since.is_none() {
+                    s.header_since = Some(Instant::now());
+                    s.idle_since = None;
+                }
+            });
+        }
+
+        fn request_started(&self) {
+            self.with(|s| {
+                s.in_flight += 1;
+                s.header_since = None;
+                s.idle_since = None;
+            });
+        }
+
+        fn request_ended(&self) {
+            self.with(|s| {
+                s.in_flight = s.in_flight.saturating_sub(1);
+                if s.in_flight == 0 {
+                    s.idle_since = Some(Instant::now());
+                    s.header_since = None;
+                }
+            });
+        }
+
+        /// Completes when a timeout of `timeouts` has passed.
+        pub(super) async fn expired(&self, timeouts: ConnTimeouts) {
+            loop {
+                let deadline = self.with(|s| {
+                    if s.in_flight > 0 {
+                        None
+                    } else if let Some(t) = s.header_since {
+                        Some(t + timeouts.read_header)
+                    } else {
+                        s.idle_since.map(|t| t + timeouts.idle)
+                    }
+                });
+                match deadline {
+                    Some(d) if Instant::now() >= d => return,
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    // A request is being served: look again in a while.
+                    None => tokio::time::sleep(timeouts.read_header.min(timeouts.idle)).await,
+                }
+            }
+        }
+    }
+
+    /// The connection's byte stream, noting when bytes arrive.
+    pub(super) struct TrackedIo<T> {
+        inner: T,
+        activity: Activity,
+    }
+
+    impl<T> TrackedIo<T> {
+        pub(super) fn new(inner: T, activity: Activity) -> Self {
+            TrackedIo { inner, activity }
+        }
+    }
+
+    impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let before = buf.filled().len();
+            let result = Pin::new(&mut self.inner).poll_read(cx, buf);
+            if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+                self.activity.bytes_read();
+            }
+            result
+        }
+    }
+
+    impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.inner).poll_write(cx, buf)
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    /// The router, noting when each request starts (its header is complete) and ends.
+    #[derive(Clone)]
+    pub(super) struct TrackRequests {
+        app: Router,
+        activity: Activity,
+    }
+
+    impl TrackRequests {
+        pub(super) fn new(app: Router, activity: Activity) -> Self {
+            TrackRequests { app, activity }
+        }
+    }
+
+    impl<B> Service<http::Request<B>> for TrackRequests
+    where
+        Router: Service<
+                http::Request<B>,
+                Response = axum::response::Response,
+                Error = std::convert::Infallible,
+            >,
+        <Router as Service<http::Request<B>>>::Future: Send + 'static,
+    {
+        type Response = axum::response::Response;
+        type Error = std::convert::Infallible;
+        type Future =
+            Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Service::<http::Request<B>>::poll_ready(&mut self.app, cx)
+        }
+
+        fn call(&mut self, req: http::Request<B>) -> Self::Future {
+            self.activity.request_started();
+            let activity = self.activity.clone();
+            let fut = Service::<http::Request<B>>::call(&mut self.app, req);
+            Box::pin(async move {
+                let out = fut.await;
+                activity.request_ended();
+                out
+            })
+        }
     }
 }

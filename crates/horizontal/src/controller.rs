@@ -81,7 +81,8 @@ impl ControllerConfig {
 
 /// What [`HorizontalController::new`] needs.
 pub struct ControllerParts {
-    /// The API client (HPAs, pods, status, events; scale unless `scale_client` is given).
+    /// The API client (HPA status, events; scale unless `scale_client` is given; the
+    /// informers unless [`HorizontalController::with_informer_client`] gives theirs).
     pub client: kube::Client,
     /// The metrics client (a `RestMetricsClient` over the same client in production).
     pub metrics_client: Arc<dyn MetricsClient>,
@@ -122,6 +123,7 @@ pub enum ControllerError {
 
 pub(crate) struct Inner {
     pub(crate) client: kube::Client,
+    informer_client: kube::Client,
     pub(crate) scale_client: Arc<dyn ScaleClient>,
     pub(crate) calculator: ReplicaCalculator,
     pub(crate) caches: Caches,
@@ -192,6 +194,16 @@ impl HorizontalController {
     /// Builds the controller (registers its metrics, creates the queue). Needs a Tokio
     /// runtime. The caches are not started yet: see [`HorizontalController::start_caches`].
     pub fn new(parts: ControllerParts) -> Result<Self, ControllerError> {
+        Self::with_informer_client(parts, None)
+    }
+
+    /// As [`HorizontalController::new`], with the informers listing and watching through
+    /// `informer_client` (KCM's `shared-informers` client, with a token bucket of its own)
+    /// when given.
+    pub fn with_informer_client(
+        parts: ControllerParts,
+        informer_client: Option<kube::Client>,
+    ) -> Result<Self, ControllerError> {
         let monitor = Monitor::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
         let hpa = &parts.config.hpa;
@@ -229,6 +241,7 @@ impl HorizontalController {
                 parts.clock.clone(),
                 parts.log_emissions,
             ),
+            informer_client: informer_client.unwrap_or_else(|| parts.client.clone()),
             client: parts.client,
             scale_client,
             calculator,
@@ -262,7 +275,7 @@ impl HorizontalController {
             return;
         };
         let handler: Arc<dyn HpaEventHandler> = self.inner.clone();
-        let mut tasks = Caches::start(self.inner.client.clone(), writers, handler);
+        let mut tasks = Caches::start(self.inner.informer_client.clone(), writers, handler);
         // The handler's resync: every sync period, every cached HPA goes to `UpdateFunc`.
         let inner = self.inner.clone();
         let period = inner.config.sync_period();
@@ -321,7 +334,9 @@ impl HorizontalController {
 
     /// `Run`: start the caches if needed, wait for their sync, invalidate the custom-metrics
     /// discovery every sync period, and run `workers` workers until `shutdown` completes;
-    /// then shut the queue down and wait for the workers to finish their current item.
+    /// then shut the queue down and cancel the reconciles in flight (their API calls are
+    /// dropped), as the cancelled context of KCM's `Run` does: no key is taken after
+    /// `shutdown`, and queued keys are not drained.
     pub async fn run(
         &self,
         workers: usize,
@@ -364,6 +379,7 @@ impl HorizontalController {
         ));
         shutdown.await;
         self.inner.queue.shut_down();
+        pool.abort();
         let _ = pool.await;
         if let Some(task) = invalidation {
             task.abort();

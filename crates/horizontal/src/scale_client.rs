@@ -169,7 +169,7 @@ pub fn kube_error_text(err: &kube::Error) -> ScaleError {
             },
             code: Some(status.code),
         },
-        other => ScaleError::new(other.to_string()),
+        other => ScaleError::new(hpa_metrics::kube_error_message(other)),
     }
 }
 

@@ -90,3 +90,16 @@ pub enum UtilizationError {
     #[error("no metrics returned matched known pods")]
     NoMatchingPods,
 }
+
+/// The text of a failed API call as client-go's errors read: an API `Status` gives its
+/// message; a transport failure gives what the client's transport layer said (the process's
+/// client layer words it as Go's `*url.Error`, `Get "URL": dial tcp ...`), without kube's
+/// `ServiceError: ` prefix; anything else as kube words it.
+pub fn kube_error_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => status.message.clone(),
+        kube::Error::Service(inner) => inner.to_string(),
+        kube::Error::HyperError(inner) => inner.to_string(),
+        other => other.to_string(),
+    }
+}

@@ -21,9 +21,9 @@ pub use client::MetricsClient;
 #[cfg(any(test, feature = "mock"))]
 pub use client::MockMetricsClient;
 pub use discovery::AvailableApis;
-pub use error::{FetchError, MetricsError, UtilizationError};
+pub use error::{FetchError, MetricsError, UtilizationError, kube_error_message};
 pub use quantity::{Format, Quantity, QuantityError, QuantityErrorKind};
-pub use rest::{METRIC_SERVER_DEFAULT_METRIC_WINDOW, RestMetricsClient};
+pub use rest::{METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient};
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub use types::{PodMetric, PodMetricsInfo};
 pub use utilization::{get_metric_usage_ratio, get_resource_utilization_ratio};

@@ -38,14 +38,49 @@ const EXTERNAL_METRICS_GROUP: &str = "external.metrics.k8s.io";
 
 /// `MetricsClient` over the Kubernetes API (upstream `NewRESTMetricsClient`).
 ///
-/// Build the `kube::Client` with `Config::default_retry = false` to behave like client-go: kube
+/// Build the `kube::Client`s with `Config::default_retry = false` to behave like client-go: kube
 /// retries 429/503/504 answers by default (up to 15 times with backoff), client-go does not
 /// (without a `Retry-After` header), and the HPA expects the error right away.
+///
+/// As in kube-controller-manager (`startHPAControllerWithMetricsClient`), each of the three
+/// APIs may have a client of its own ([`RestMetricsClient::with_clients`]), so each has its
+/// own client-side token bucket.
 #[derive(Clone)]
 pub struct RestMetricsClient {
-    client: kube::Client,
+    clients: MetricsApiClients,
     available_apis: AvailableApis,
     mapper: KindMapper,
+}
+
+/// The clients of the three metrics APIs (upstream: `resourceclient.NewForConfigOrDie`,
+/// `custom_metrics.NewForConfig` and `external_metrics.NewForConfigOrDie`, one REST client
+/// each).
+#[derive(Clone)]
+pub struct MetricsApiClients {
+    /// `metrics.k8s.io` (PodMetrics).
+    pub resource: kube::Client,
+    /// `custom.metrics.k8s.io` (and the discovery of its version and of kinds).
+    pub custom: kube::Client,
+    /// `external.metrics.k8s.io`.
+    pub external: kube::Client,
+}
+
+impl MetricsApiClients {
+    /// One client for all three APIs.
+    pub fn shared(client: kube::Client) -> Self {
+        MetricsApiClients {
+            resource: client.clone(),
+            custom: client.clone(),
+            external: client,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Api {
+    Resource,
+    Custom,
+    External,
 }
 
 impl std::fmt::Debug for RestMetricsClient {
@@ -63,8 +98,13 @@ impl RestMetricsClient {
     /// A client sharing the given version cache (so its owner can invalidate it, e.g. with
     /// [`AvailableApis::periodically_invalidate`] every sync period).
     pub fn with_available_apis(client: kube::Client, available_apis: AvailableApis) -> Self {
+        Self::with_clients(MetricsApiClients::shared(client), available_apis)
+    }
+
+    /// A client with one `kube::Client` per metrics API, sharing the given version cache.
+    pub fn with_clients(clients: MetricsApiClients, available_apis: AvailableApis) -> Self {
         RestMetricsClient {
-            client,
+            clients,
             available_apis,
             mapper: KindMapper::default(),
         }
@@ -79,6 +119,7 @@ impl RestMetricsClient {
     /// text for `(get <qualified_resource> <name>)`.
     async fn get_json<T: DeserializeOwned>(
         &self,
+        api: Api,
         path_and_query: &str,
         qualified_resource: &str,
         name: &str,
@@ -87,11 +128,15 @@ impl RestMetricsClient {
             .header(http::header::ACCEPT, "application/json")
             .body(kube::client::Body::empty())
             .map_err(|e| FetchError::other(e.to_string()))?;
-        let response = self
-            .client
+        let client = match api {
+            Api::Resource => &self.clients.resource,
+            Api::Custom => &self.clients.custom,
+            Api::External => &self.clients.external,
+        };
+        let response = client
             .send(request)
             .await
-            .map_err(|e| FetchError::other(e.to_string()))?;
+            .map_err(|e| FetchError::other(crate::kube_error_message(&e)))?;
         let status = response.status();
         let is_text = response
             .headers()
@@ -133,7 +178,7 @@ impl RestMetricsClient {
     async fn custom_metrics_version(&self) -> Result<String, FetchError> {
         self.available_apis
             .get_or_discover(|| async {
-                self.get_json::<APIGroupList>("/apis", "", "")
+                self.get_json::<APIGroupList>(Api::Custom, "/apis", "", "")
                     .await
                     .map_err(|e| e.message)
             })
@@ -156,7 +201,10 @@ impl RestMetricsClient {
         } else {
             format!("/apis/{}", escape_path(api_version))
         };
-        let found = match self.get_json::<APIResourceList>(&path, "", "").await {
+        let found = match self
+            .get_json::<APIResourceList>(Api::Custom, &path, "", "")
+            .await
+        {
             Ok(list) => resource_for_kind(&list, group, kind),
             Err(_) => None,
         };
@@ -188,6 +236,7 @@ impl RestMetricsClient {
         );
         let list: MetricValueList = self
             .get_json(
+                Api::Custom,
                 &url,
                 &format!("{qualified_resource}.{CUSTOM_METRICS_GROUP}"),
                 name,
@@ -309,7 +358,12 @@ impl MetricsClient for RestMetricsClient {
             encode_query(&[("labelSelector", selector.to_string())])
         );
         let list: PodMetricsList = self
-            .get_json(&url, &format!("pods.{RESOURCE_METRICS_GROUP}"), "")
+            .get_json(
+                Api::Resource,
+                &url,
+                &format!("pods.{RESOURCE_METRICS_GROUP}"),
+                "",
+            )
             .await
             .map_err(MetricsError::ResourceFetch)?;
         // Go decodes every quantity of the answer; a bad one fails the whole call.
@@ -440,7 +494,12 @@ impl MetricsClient for RestMetricsClient {
             encode_query(&[("labelSelector", selector.to_string())])
         );
         let list: ExternalMetricValueList = self
-            .get_json(&url, &format!("{metric_name}.{EXTERNAL_METRICS_GROUP}"), "")
+            .get_json(
+                Api::External,
+                &url,
+                &format!("{metric_name}.{EXTERNAL_METRICS_GROUP}"),
+                "",
+            )
             .await
             .map_err(MetricsError::ExternalFetch)?;
         for item in &list.items {

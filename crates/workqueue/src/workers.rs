@@ -24,9 +24,10 @@ use crate::queue::{Item, Queue};
 /// returns once all of them have stopped, i.e. once the queue is shut down and empty.
 ///
 /// Errors returned by `process` and panics inside it are logged (with the queue's name and the
-/// item) and do not stop the worker. Dropping the returned future aborts the workers; items
-/// they were processing then never get `done`, so shut the queue down and let this future finish
-/// instead.
+/// item) and do not stop the worker. Dropping the returned future aborts the workers and
+/// cancels the processing in flight (its future is dropped at its next await, so its API calls
+/// are cancelled); items they were processing then never get `done`. To drain instead, shut
+/// the queue down and let this future finish.
 pub async fn run_workers<T, F, Fut, E>(queue: Queue<T>, workers: usize, process: F)
 where
     T: Item + Debug,
@@ -42,6 +43,16 @@ where
     while pool.join_next().await.is_some() {}
 }
 
+/// A processing task that is cancelled when its worker is: dropping the pool (e.g. at
+/// shutdown) cancels the work in flight, as a cancelled context does in Go.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One worker: `get`, process in a separate task, `done`, until `get` reports shutdown.
 async fn worker_loop<T, F, Fut, E>(queue: Queue<T>, worker: usize, process: Arc<F>)
 where
@@ -51,13 +62,13 @@ where
     E: Display + Send + 'static,
 {
     while let Some(item) = queue.get().await {
-        let task = {
+        let mut task = {
             let process = process.clone();
             let item = item.clone();
             // Calling `process` inside the task also catches panics of its synchronous part.
-            tokio::spawn(async move { process(item).await })
+            AbortOnDrop(tokio::spawn(async move { process(item).await }))
         };
-        match task.await {
+        match (&mut task.0).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
                 tracing::error!(queue = queue.name(), worker, ?item, %error, "error processing item");

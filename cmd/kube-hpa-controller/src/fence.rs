@@ -1,0 +1,183 @@
+//! The write fence: no write (scale, status, event) leaves the process unless it may still be
+//! leading.
+//!
+//! client-go's leader election (`tools/leaderelection/leaderelection.go`) has no fencing: a
+//! leader whose renewals hang, or whose process was frozen, goes on writing until its
+//! `OnStoppedLeading` runs, even after a standby took the lease over. This goes one step
+//! beyond it. The leader opens the fence after each successful renewal until
+//! `send time of that renewal + renewDeadline`, measured on the monotonic clock: a standby
+//! can take the lease over no earlier than `leaseDuration` after it saw that renewal, and
+//! `renewDeadline < leaseDuration` (the flags are validated so), so every write that passes
+//! the fence leaves before any standby can hold the lease. The check runs in the clients'
+//! request layer after the client-side throttle, the last moment before the request is
+//! handed to the connection. Shutdown closes the fence for good.
+//!
+//! Without leader election the fence is open until shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Why a write was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FenceError {
+    /// The lease was not renewed recently enough: another instance may hold it.
+    #[error(
+        "write refused: this instance may no longer hold the leader lease (last renewal {0:?} ago, renew deadline {1:?})"
+    )]
+    NotLeading(Duration, Duration),
+    /// The lease was never acquired.
+    #[error("write refused: this instance has not acquired the leader lease")]
+    NeverLed,
+    /// The process is shutting down.
+    #[error("write refused: the controller is shutting down")]
+    ShuttingDown,
+}
+
+#[derive(Debug)]
+struct State {
+    origin: Instant,
+    /// Nanoseconds since `origin` until which writes may leave.
+    open_until: AtomicU64,
+    /// Nanoseconds since `origin` of the send time of the last successful renewal.
+    renewed_at: AtomicU64,
+    renew_deadline: Duration,
+    leased: bool,
+    ever_renewed: AtomicBool,
+    closed: AtomicBool,
+}
+
+/// A shared handle on the fence. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WriteFence {
+    state: Arc<State>,
+}
+
+impl WriteFence {
+    fn with(leased: bool, renew_deadline: Duration) -> Self {
+        WriteFence {
+            state: Arc::new(State {
+                origin: Instant::now(),
+                open_until: AtomicU64::new(0),
+                renewed_at: AtomicU64::new(0),
+                renew_deadline,
+                leased,
+                ever_renewed: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A fence that is open until [`WriteFence::close`] (no leader election).
+    pub fn open() -> Self {
+        Self::with(false, Duration::ZERO)
+    }
+
+    /// A fence that opens only for `renew_deadline` after each renewal.
+    pub fn leased(renew_deadline: Duration) -> Self {
+        Self::with(true, renew_deadline)
+    }
+
+    fn nanos_since_origin(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.state.origin).as_nanos())
+            .unwrap_or(u64::MAX)
+    }
+
+    /// A renewal (or the acquisition) whose request was sent at `sent` succeeded: writes may
+    /// leave until `sent + renewDeadline`. Never moves the fence back.
+    pub fn renewed(&self, sent: Instant) {
+        let at = self.nanos_since_origin(sent);
+        let until = at.saturating_add(
+            u64::try_from(self.state.renew_deadline.as_nanos()).unwrap_or(u64::MAX),
+        );
+        self.state.renewed_at.fetch_max(at, Ordering::AcqRel);
+        self.state.open_until.fetch_max(until, Ordering::AcqRel);
+        self.state.ever_renewed.store(true, Ordering::Release);
+    }
+
+    /// Closes the fence for good (shutdown, or leadership lost).
+    pub fn close(&self) {
+        self.state.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether the fence was closed for good.
+    pub fn is_closed(&self) -> bool {
+        self.state.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether a write may leave now.
+    pub fn check(&self) -> Result<(), FenceError> {
+        if self.is_closed() {
+            return Err(FenceError::ShuttingDown);
+        }
+        if !self.state.leased {
+            return Ok(());
+        }
+        if !self.state.ever_renewed.load(Ordering::Acquire) {
+            return Err(FenceError::NeverLed);
+        }
+        let renewed = self.state.renewed_at.load(Ordering::Acquire);
+        let now = self.nanos_since_origin(Instant::now());
+        if now < self.state.open_until.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(FenceError::NotLeading(
+                Duration::from_nanos(now.saturating_sub(renewed)),
+                self.state.renew_deadline,
+            ))
+        }
+    }
+
+    /// How long writes may still leave (`None`: no limit but shutdown).
+    pub fn remaining(&self) -> Option<Duration> {
+        if !self.state.leased {
+            return None;
+        }
+        let now = self.nanos_since_origin(Instant::now());
+        Some(Duration::from_nanos(
+            self.state
+                .open_until
+                .load(Ordering::Acquire)
+                .saturating_sub(now),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn open_fence_refuses_only_after_close() {
+        let f = WriteFence::open();
+        assert_eq!(f.check(), Ok(()));
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert_eq!(f.check(), Ok(()));
+        f.close();
+        assert_eq!(f.check(), Err(FenceError::ShuttingDown));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leased_fence_opens_for_the_renew_deadline_from_the_send_time() {
+        let f = WriteFence::leased(Duration::from_secs(10));
+        assert_eq!(f.check(), Err(FenceError::NeverLed));
+        let sent = Instant::now();
+        tokio::time::advance(Duration::from_secs(2)).await;
+        f.renewed(sent);
+        assert_eq!(f.check(), Ok(()));
+        assert_eq!(f.remaining(), Some(Duration::from_secs(8)));
+        tokio::time::advance(Duration::from_millis(7_999)).await;
+        assert_eq!(f.check(), Ok(()));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(matches!(f.check(), Err(FenceError::NotLeading(_, _))));
+        // An older renewal never moves it back; a newer one reopens it.
+        f.renewed(sent);
+        assert!(f.check().is_err());
+        f.renewed(Instant::now());
+        assert_eq!(f.check(), Ok(()));
+        f.close();
+        assert_eq!(f.check(), Err(FenceError::ShuttingDown));
+    }
+}
