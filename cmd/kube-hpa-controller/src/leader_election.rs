@@ -677,6 +677,8 @@ mod tests {
         record: Option<LeaderElectionRecord>,
         version: u64,
         fail: bool,
+        hang: bool,
+        events: Vec<String>,
     }
 
     #[derive(Debug)]
@@ -705,6 +707,9 @@ mod tests {
             Ok(())
         }
         async fn update(&mut self, r: &LeaderElectionRecord) -> Result<(), LockError> {
+            if self.shared.lock().unwrap().hang {
+                std::future::pending::<()>().await;
+            }
             let mut s = self.shared.lock().unwrap();
             if s.fail || self.seen_version != Some(s.version) {
                 return Err(LockError::NotInitialized);
@@ -719,6 +724,13 @@ mod tests {
         }
         fn describe(&self) -> String {
             "kube-system/test".into()
+        }
+        fn record_event(&self, what: &str) {
+            self.shared
+                .lock()
+                .unwrap()
+                .events
+                .push(format!("{} {what}", self.id));
         }
     }
 
@@ -837,6 +849,102 @@ mod tests {
         );
         assert!(waited >= Duration::from_secs(8), "gave up after {waited:?}");
         assert_eq!(metrics.master_status.with_label_values(&["test"]).get(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_lease_update_ends_leadership_at_the_renew_deadline_and_closes_the_fence() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let fence = WriteFence::leased(cfg().renew_deadline);
+        let health = LeaderHealth::default();
+        let mut a = candidate(&shared, "a", &clock)
+            .with_fence(fence.clone())
+            .with_health(health.clone());
+        let mut never = std::pin::pin!(std::future::pending::<()>());
+        assert!(a.acquire(&mut never).await);
+        assert!(fence.check().is_ok());
+        assert_eq!(shared.lock().unwrap().events, ["a became leader"]);
+        // Let one renewal succeed, then make every update hang.
+        let renewed_at = tokio::time::Instant::now();
+        shared.lock().unwrap().hang = true;
+        let outcome = tokio::time::timeout(Duration::from_secs(60), a.renew(&mut never))
+            .await
+            .expect("a hung update kept the process leading");
+        assert_eq!(outcome, RenewOutcome::Lost);
+        // Lost within retry period + renew deadline of the last success.
+        let lost_after = renewed_at.elapsed();
+        assert!(lost_after <= Duration::from_secs(12), "{lost_after:?}");
+        assert!(fence.check().is_err());
+        assert_eq!(
+            shared.lock().unwrap().events,
+            ["a became leader", "a stopped leading"]
+        );
+        // The healthz check fails once the lease is long expired but we still lead.
+        assert!(health.check().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_fence_closes_before_any_standby_could_take_the_lease() {
+        let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let fence = WriteFence::leased(cfg().renew_deadline);
+        let mut a = candidate(&shared, "a", &clock).with_fence(fence.clone());
+        let mut never = std::pin::pin!(std::future::pending::<()>());
+        assert!(a.acquire(&mut never).await);
+        let acquired = tokio::time::Instant::now();
+        // Frozen: no renewal at all. Writes stop at the renew deadline, before the lease
+        // duration after which a standby may take over.
+        tokio::time::advance(cfg().renew_deadline - Duration::from_millis(1)).await;
+        assert!(fence.check().is_ok());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(fence.check().is_err());
+        assert!(acquired.elapsed() < cfg().lease_duration);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn healthz_fails_when_leading_past_the_lease_plus_tolerance() {
+        let health = LeaderHealth::new(Duration::from_secs(20));
+        assert!(health.check().is_ok());
+        health.observe(true, &cfg());
+        tokio::time::advance(Duration::from_secs(35)).await;
+        assert!(health.check().is_ok());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(
+            health.check(),
+            Err("failed election to renew leadership on lease test".to_string())
+        );
+        health.observe(false, &cfg());
+        assert!(health.check().is_ok());
+    }
+
+    #[test]
+    fn lease_events_are_made_as_client_go_makes_them() {
+        let now: Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+        let lease = Lease {
+            metadata: ObjectMeta {
+                uid: Some("u1".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+        };
+        let e = lease_event(
+            Some(&lease),
+            "kube-system",
+            "kube-hpa-controller",
+            "h_1 became leader",
+            now,
+        );
+        assert_eq!(
+            e.metadata.name.as_deref(),
+            Some(format!("kube-hpa-controller.{:x}", now.as_nanosecond()).as_str())
+        );
+        assert_eq!(e.reason.as_deref(), Some("LeaderElection"));
+        assert_eq!(e.type_.as_deref(), Some("Normal"));
+        assert_eq!(e.involved_object.kind.as_deref(), Some("Lease"));
+        assert_eq!(e.involved_object.uid.as_deref(), Some("u1"));
+        assert_eq!(e.reporting_component.as_deref(), Some(EVENT_COMPONENT));
+        assert_eq!(e.count, Some(1));
     }
 
     #[tokio::test(start_paused = true)]
