@@ -74,6 +74,12 @@ pub enum AppError {
 /// seconds even when the API server stopped answering.
 pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long the cancelled workers may take to stop at shutdown.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// How long the `LeaderElection` events may take to be written before the process exits.
+pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_millis(300);
+
 /// How long KCM waits for the API server's `/healthz` at start
 /// (`genericcontrollermanager.WaitForAPIServer(client, 10*time.Second)`).
 pub const API_SERVER_WAIT: Duration = Duration::from_secs(10);
@@ -278,6 +284,8 @@ pub async fn run(
     let outcome = elector.renew(&mut stop_renew).await;
     fence.close();
     let _ = halt_tx.send(true);
+    // `stopped leading` reaches the server if it can within a moment.
+    elector.flush_events(EVENT_FLUSH_TIMEOUT).await;
     match outcome {
         RenewOutcome::Lost => {
             tracing::error!("leaderelection lost");
@@ -286,7 +294,7 @@ pub async fn run(
         }
         RenewOutcome::Shutdown => {
             // The workers were cancelled; hand the lease over at once.
-            if tokio::time::timeout(RELEASE_TIMEOUT, run).await.is_err() {
+            if tokio::time::timeout(DRAIN_TIMEOUT, run).await.is_err() {
                 tracing::warn!("workers did not stop in time");
             }
             controller.stop();

@@ -75,7 +75,11 @@ pub trait LeaseLock: Send {
     fn describe(&self) -> String;
     /// Records a `LeaderElection` event on the lock object, `"<identity> <what>"`
     /// (`resourcelock.LeaseLock.RecordEvent`). Must not wait on the API.
-    fn record_event(&self, _what: &str) {}
+    fn record_event(&mut self, _what: &str) {}
+    /// Waits, at most `limit`, for the events recorded so far to be written.
+    fn flush_events(&mut self, _limit: Duration) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// Leader-election timings and identity.
@@ -467,6 +471,12 @@ impl<L: LeaseLock> LeaderElector<L> {
         }
     }
 
+    /// Waits, at most `limit`, for the `LeaderElection` events recorded so far to be
+    /// written (before the process exits).
+    pub async fn flush_events(&mut self, limit: Duration) {
+        self.lock.flush_events(limit).await;
+    }
+
     /// Gives the lease up if held (`release`): empty holder, a one-second duration.
     pub async fn release(&mut self) -> bool {
         if !self.is_leader() {
@@ -504,6 +514,7 @@ pub struct KubeLeaseLock {
     namespace: String,
     identity: String,
     lease: Option<Lease>,
+    pending: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl KubeLeaseLock {
@@ -515,6 +526,7 @@ impl KubeLeaseLock {
             namespace: namespace.to_string(),
             identity,
             lease: None,
+            pending: Vec::new(),
         }
     }
 }
@@ -589,7 +601,7 @@ impl LeaseLock for KubeLeaseLock {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    fn record_event(&self, what: &str) {
+    fn record_event(&mut self, what: &str) {
         let event = lease_event(
             self.lease.as_ref(),
             &self.namespace,
@@ -599,11 +611,17 @@ impl LeaseLock for KubeLeaseLock {
         );
         let api: Api<Event> = Api::namespaced(self.api.clone().into_client(), &self.namespace);
         // Asynchronous, as a client-go recorder is: the election never waits on it.
-        tokio::spawn(async move {
+        self.pending.retain(|t| !t.is_finished());
+        self.pending.push(tokio::spawn(async move {
             if let Err(e) = api.create(&PostParams::default(), &event).await {
                 tracing::warn!(error = %e, "Server rejected event (will not retry!)");
             }
-        });
+        }));
+    }
+
+    async fn flush_events(&mut self, limit: Duration) {
+        let pending = std::mem::take(&mut self.pending);
+        let _ = tokio::time::timeout(limit, futures::future::join_all(pending)).await;
     }
 }
 
@@ -725,7 +743,7 @@ mod tests {
         fn describe(&self) -> String {
             "kube-system/test".into()
         }
-        fn record_event(&self, what: &str) {
+        fn record_event(&mut self, what: &str) {
             self.shared
                 .lock()
                 .unwrap()

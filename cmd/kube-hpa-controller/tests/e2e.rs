@@ -302,8 +302,18 @@ struct Controller {
 
 impl Controller {
     fn start(name: &str, fixture: &Fixture, port: u16, dir: &Scratch) -> Controller {
+        Self::start_with(name, &fixture.kubeconfig, port, dir, &[])
+    }
+
+    fn start_with(
+        name: &str,
+        kubeconfig: &Path,
+        port: u16,
+        dir: &Scratch,
+        extra: &[&str],
+    ) -> Controller {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-hpa-controller"));
-        cmd.arg("--kubeconfig").arg(&fixture.kubeconfig).args([
+        cmd.arg("--kubeconfig").arg(kubeconfig).args([
             "--bind-address=127.0.0.1",
             &format!("--secure-port={port}"),
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
@@ -315,6 +325,7 @@ impl Controller {
             "--leader-elect-retry-period=500ms",
             "--leader-elect-resource-namespace=default",
         ]);
+        cmd.args(extra);
         Controller {
             proc: Proc::spawn(name, cmd, dir.path(&format!("{name}.log"))),
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -663,4 +674,297 @@ async fn second_instance_stands_by_then_takes_over_after_sigterm() {
     b.proc.sigterm();
     let status = b.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
     assert_eq!(status.code(), Some(0), "{}", b.proc.log());
+}
+
+/// A kubeconfig like the fixture's, pointing at `addr` (a proxy in front of it).
+fn kubeconfig_via(fixture: &Fixture, addr: SocketAddr, dir: &Scratch, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(&fixture.kubeconfig).unwrap();
+    assert!(text.contains(&fixture.host));
+    let path = dir.path(name);
+    std::fs::write(&path, text.replace(&fixture.host, &addr.to_string())).unwrap();
+    path
+}
+
+fn signal(proc: &Proc, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &proc.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {sig}");
+}
+
+async fn set_replicas(fixture: &Fixture, replicas: i32) {
+    let api = Api::<Deployment>::namespaced(fixture.client.clone(), "default");
+    let patch = serde_json::json!({"spec": {"replicas": replicas}});
+    api.patch_scale(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+}
+
+async fn lease_events(fixture: &Fixture) -> Vec<String> {
+    Api::<Event>::namespaced(fixture.client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("LeaderElection"))
+        .filter_map(|e| e.message)
+        .collect()
+}
+
+/// Leads through a proxy that then holds every Lease request: the leader stops at its
+/// renew deadline (exit 1), and no scale or status write of it reaches the server after the
+/// standby acquired the lease, even when the target is then moved and rescaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_over() {
+    let dir = Scratch::new("hang");
+    let fixture = Fixture::start(&dir).await;
+    let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
+    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
+    let ports = free_ports(2);
+    let mut a = Controller::start_with("leader", &via, ports[0], &dir, &[]);
+    let a_id = eventually("A to take the lease", WAIT, async || {
+        a.proc.assert_running();
+        fixture.lease_holder().await.filter(|h| !h.is_empty())
+    })
+    .await;
+    eventually("A to scale to 4", WAIT, async || {
+        a.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    let mut b = Controller::start("standby", &fixture, ports[1], &dir);
+    eventually("B to report itself a backup", WAIT, async || {
+        b.proc.assert_running();
+        (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
+    })
+    .await;
+
+    proxy
+        .freeze_leases
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let status = a.exit_within(WAIT).await;
+    assert_eq!(status.code(), Some(1), "leadership lost: {}", a.proc.log());
+    let b_id = eventually("B to take the lease", WAIT, async || {
+        b.proc.assert_running();
+        fixture
+            .lease_holder()
+            .await
+            .filter(|h| !h.is_empty() && *h != a_id)
+    })
+    .await;
+    let acquired = fixture
+        .lease()
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .acquire_time
+        .unwrap()
+        .0;
+    set_replicas(&fixture, 2).await;
+    eventually("B to rescale to 4", WAIT, async || {
+        b.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    let writes = proxy.controller_writes();
+    assert!(!writes.is_empty(), "A wrote while leading");
+    let late: Vec<_> = writes.iter().filter(|w| w.at >= acquired).collect();
+    assert!(
+        late.is_empty(),
+        "writes of the old leader after {acquired}: {late:?}"
+    );
+
+    let events = eventually("the LeaderElection events", WAIT, async || {
+        let events = lease_events(&fixture).await;
+        (events.len() >= 3).then_some(events)
+    })
+    .await;
+    for expected in [
+        format!("{a_id} became leader"),
+        format!("{a_id} stopped leading"),
+        format!("{b_id} became leader"),
+    ] {
+        assert!(events.contains(&expected), "{expected} in {events:?}");
+    }
+    // klog lines carry no colour codes in a file.
+    assert!(!a.proc.log().contains('\u{1b}'), "{}", a.proc.log());
+}
+
+/// A leader frozen (SIGSTOP) past its renew deadline while a standby takes over writes
+/// nothing once it resumes, and then stops (exit 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_leader_writes_nothing_after_it_resumes() {
+    let dir = Scratch::new("frozen");
+    let fixture = Fixture::start(&dir).await;
+    let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
+    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
+    let ports = free_ports(2);
+    let mut a = Controller::start_with("leader", &via, ports[0], &dir, &[]);
+    let a_id = eventually("A to take the lease", WAIT, async || {
+        a.proc.assert_running();
+        fixture.lease_holder().await.filter(|h| !h.is_empty())
+    })
+    .await;
+    eventually("A to scale to 4", WAIT, async || {
+        a.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    let mut b = Controller::start("standby", &fixture, ports[1], &dir);
+    eventually("B to report itself a backup", WAIT, async || {
+        b.proc.assert_running();
+        (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
+    })
+    .await;
+
+    signal(&a.proc, "-STOP");
+    let frozen = jiff::Timestamp::now();
+    set_replicas(&fixture, 2).await;
+    eventually("B to take the lease", WAIT, async || {
+        b.proc.assert_running();
+        fixture
+            .lease_holder()
+            .await
+            .filter(|h| !h.is_empty() && *h != a_id)
+    })
+    .await;
+    eventually("B to rescale to 4", WAIT, async || {
+        b.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    // Move the target again while A resumes: only B may answer it.
+    set_replicas(&fixture, 3).await;
+    signal(&a.proc, "-CONT");
+    let status = a.exit_within(WAIT).await;
+    assert_eq!(status.code(), Some(1), "leadership lost: {}", a.proc.log());
+    eventually("B to rescale to 4 again", WAIT, async || {
+        b.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    let late: Vec<_> = proxy
+        .controller_writes()
+        .into_iter()
+        .filter(|w| w.at > frozen)
+        .collect();
+    assert!(late.is_empty(), "writes of the frozen leader: {late:?}");
+}
+
+/// Copies the scenario's HPA `n` times, so the queue holds hundreds of keys.
+async fn many_hpas(fixture: &Fixture, n: usize) {
+    let api = Api::<HorizontalPodAutoscaler>::namespaced(fixture.client.clone(), "default");
+    let web = fixture.hpa().await;
+    for i in 0..n {
+        let mut hpa = web.clone();
+        hpa.metadata = kube::api::ObjectMeta {
+            name: Some(format!("web-{i}")),
+            namespace: Some("default".into()),
+            ..Default::default()
+        };
+        hpa.status = None;
+        api.create(&kube::api::PostParams::default(), &hpa)
+            .await
+            .unwrap();
+    }
+}
+
+/// SIGTERM with hundreds of queued keys: exit 0 within 2 s, and no write leaves after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_hundreds_of_queued_keys_exits_within_two_seconds() {
+    let dir = Scratch::new("queued");
+    let fixture = Fixture::start(&dir).await;
+    many_hpas(&fixture, 300).await;
+    let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
+    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
+    let ports = free_ports(1);
+    let mut c = Controller::start_with(
+        "controller",
+        &via,
+        ports[0],
+        &dir,
+        &["--leader-elect=false"],
+    );
+    eventually("status writes to flow", WAIT, async || {
+        c.proc.assert_running();
+        (proxy.controller_writes().len() > 20).then_some(())
+    })
+    .await;
+    let signalled = jiff::Timestamp::now();
+    c.proc.sigterm();
+    let status = c.exit_within(Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", c.proc.log());
+    // The signal takes a moment to be delivered; nothing may leave after that.
+    let slack = jiff::SignedDuration::from_millis(100);
+    let late: Vec<_> = proxy
+        .controller_writes()
+        .into_iter()
+        .filter(|w| w.at > signalled + slack)
+        .collect();
+    assert!(late.is_empty(), "writes after SIGTERM: {late:?}");
+}
+
+/// SIGTERM while the API server stopped answering: exit 0 within 2 s, lease release
+/// included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_a_frozen_api_server_exits_within_two_seconds() {
+    let dir = Scratch::new("frozen-api");
+    let fixture = Fixture::start(&dir).await;
+    let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
+    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
+    let ports = free_ports(1);
+    let mut c = Controller::start_with("controller", &via, ports[0], &dir, &[]);
+    eventually("the controller to lead and scale", WAIT, async || {
+        c.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    proxy
+        .freeze_all
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    set_replicas(&fixture, 2).await;
+    c.proc.sigterm();
+    let status = c.exit_within(Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", c.proc.log());
+}
+
+/// An API server that cannot be reached: exit 1 after KCM's 10 s wait, with the cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_api_server_ends_the_process_with_the_cause() {
+    let dir = Scratch::new("unreachable");
+    let port = free_ports(2);
+    let kubeconfig = dir.path("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n",
+            port[0]
+        ),
+    )
+    .unwrap();
+    let mut c = Controller::start_with(
+        "controller",
+        &kubeconfig,
+        port[1],
+        &dir,
+        &["--leader-elect=false"],
+    );
+    let started = Instant::now();
+    let status = c.exit_within(Duration::from_secs(20)).await;
+    let waited = started.elapsed();
+    assert_eq!(status.code(), Some(1), "{}", c.proc.log());
+    assert!(waited >= Duration::from_secs(9), "{waited:?}");
+    let log = c.proc.log();
+    let expected = format!(
+        "failed to wait for apiserver being healthy: timed out waiting for the condition: failed to get apiserver /healthz status: Get \"http://127.0.0.1:{}/healthz\": dial tcp 127.0.0.1:{}: connect: connection refused",
+        port[0], port[0]
+    );
+    assert!(log.contains(&expected), "{log}");
 }

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod proxy;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
