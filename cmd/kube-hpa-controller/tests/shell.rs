@@ -354,7 +354,7 @@ async fn an_expired_kubeconfig_ca_is_refused_as_go_refuses_it() {
 
 #[tokio::test]
 async fn the_secure_port_closes_silent_and_idle_connections() {
-    let (_, cert) = ca_and_leaf((2099, 1, 1));
+    let (ca, cert) = ca_and_leaf((2099, 1, 1));
     let server =
         kube_hpa_controller::serving::SecureServer::bind_addr("127.0.0.1:0".parse().unwrap(), cert)
             .await
@@ -381,6 +381,46 @@ async fn the_secure_port_closes_silent_and_idle_connections() {
         .unwrap_or(0);
     assert_eq!(n, 0);
     assert!(started.elapsed() >= Duration::from_millis(300));
+
+    // One request on a kept-alive connection, then nothing: closed after the idle timeout.
+    use tokio::io::AsyncWriteExt;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(ca))
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(
+            rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.ends_with(b"ok") {
+        let n = tls.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before answering");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let answered = std::time::Instant::now();
+    let n = tokio::time::timeout(Duration::from_secs(10), tls.read(&mut buf))
+        .await
+        .expect("the server kept an idle connection open")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    let idle = answered.elapsed();
+    assert!(idle >= Duration::from_millis(550), "closed after {idle:?}");
 }
 
 fn allow_health() -> kube_hpa_controller::auth::DelegatingAuth {
