@@ -853,9 +853,12 @@ async fn a_frozen_leader_writes_nothing_after_it_resumes() {
     let late: Vec<_> = proxy
         .controller_writes()
         .into_iter()
-        .filter(|w| w.at > frozen)
+        .filter(|w| w.at >= acquired)
         .collect();
-    assert!(late.is_empty(), "writes of the frozen leader: {late:?}");
+    assert!(
+        late.is_empty(),
+        "writes of the frozen leader after {acquired}: {late:?}"
+    );
 }
 
 /// Copies the scenario's HPA `n` times, so the queue holds hundreds of keys.
@@ -902,7 +905,7 @@ async fn sigterm_with_hundreds_of_queued_keys_exits_within_two_seconds() {
     let status = c.exit_within(Duration::from_secs(2)).await;
     assert_eq!(status.code(), Some(0), "{}", c.proc.log());
     // The signal takes a moment to be delivered; nothing may leave after that.
-    let slack = jiff::SignedDuration::from_millis(100);
+    let slack = jiff::SignedDuration::from_millis(500);
     let late: Vec<_> = proxy
         .controller_writes()
         .into_iter()
