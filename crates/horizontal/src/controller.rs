@@ -384,6 +384,7 @@ impl HorizontalController {
             task.abort();
         }
         self.inner.queue.shut_down();
+        self.inner.recorder.shutdown();
     }
 
     /// The function workers call for one key (`reconcileKey`), without the re-add.
