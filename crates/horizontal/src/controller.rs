@@ -262,22 +262,14 @@ impl HorizontalController {
             return;
         };
         let handler: Arc<dyn HpaEventHandler> = self.inner.clone();
-        let mut tasks = Caches::start(self.inner.client.clone(), writers, handler);
-        // The handler's resync: every sync period, every cached HPA goes to `UpdateFunc`.
-        let inner = self.inner.clone();
-        let period = inner.config.sync_period();
-        tasks.push(tokio::spawn(async move {
-            if period.is_zero() {
-                return;
-            }
-            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-            loop {
-                ticker.tick().await;
-                for hpa in inner.caches.hpas() {
-                    inner.on_update(&hpa);
-                }
-            }
-        }));
+        // The handler's resync (every sync period, every cached HPA to `UpdateFunc`) runs in
+        // the HPA informer's task, ordered with its deletions.
+        let tasks = Caches::start(
+            self.inner.client.clone(),
+            writers,
+            handler,
+            self.inner.config.sync_period(),
+        );
         self.inner
             .tasks
             .lock()
