@@ -78,8 +78,8 @@ impl std::fmt::Debug for Caches {
 
 /// The writers of the caches, consumed by [`Caches::start`].
 pub struct CacheWriters {
-    hpas: Writer<HorizontalPodAutoscaler>,
-    pods: Arc<PodIndex>,
+    pub(crate) hpas: Writer<HorizontalPodAutoscaler>,
+    pub(crate) pods: Arc<PodIndex>,
 }
 
 impl std::fmt::Debug for CacheWriters {

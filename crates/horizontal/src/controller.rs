@@ -388,3 +388,6 @@ impl HorizontalController {
 fn go_to_std(d: hpa_config::GoDuration) -> Duration {
     Duration::from_nanos(d.as_nanos().max(0) as u64)
 }
+
+#[cfg(test)]
+mod tests;

@@ -188,6 +188,30 @@ impl Monitor {
             .with_label_values(&[namespace, name])
             .set(f64::from(replicas));
     }
+
+    /// Removes the desired-replicas series of a deleted HPA, so that per-HPA series do not
+    /// outlive their HPA (called once the controller has forgotten the HPA).
+    pub fn forget_hpa(&self, namespace: &str, name: &str) {
+        // An HPA deleted before its first reconcile has no series: nothing to remove.
+        let _ = self
+            .desired_replicas
+            .remove_label_values(&[namespace, name]);
+    }
+
+    /// The number of per-HPA series (`desired_replicas`).
+    pub fn per_hpa_series(&self) -> usize {
+        use prometheus::core::Collector as _;
+        self.desired_replicas
+            .collect()
+            .iter()
+            .map(|family| family.get_metric().len())
+            .sum()
+    }
+
+    /// The value of the controlled-HPA gauge.
+    pub fn num_hpas(&self) -> f64 {
+        self.num_hpas.get()
+    }
 }
 
 #[cfg(test)]

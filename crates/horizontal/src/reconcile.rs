@@ -131,6 +131,7 @@ impl Inner {
             tracing::info!(HPA = key, "Horizontal Pod Autoscaler has been deleted");
             self.state.forget(key);
             self.last_decisions.remove(key);
+            self.monitor.forget_hpa(namespace, name);
             return (true, Ok(()));
         };
         (false, self.reconcile_autoscaler(&hpa, key).await)

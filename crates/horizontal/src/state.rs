@@ -138,6 +138,12 @@ impl HpaState {
         self.scale_down_events.remove(key);
     }
 
+    /// The number of entries over the three per-HPA maps (recommendations, scale-up and
+    /// scale-down events).
+    pub fn entries(&self) -> usize {
+        self.recommendations.len() + self.scale_up_events.len() + self.scale_down_events.len()
+    }
+
     /// A copy of the recommendation history of `key`.
     pub fn recommendations(&self, key: &str) -> Vec<TimestampedRecommendation> {
         self.recommendations
