@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration};
-use hpa_metrics::{AvailableApis, MetricsClient};
+use hpa_metrics::{AvailableApis, DeferredRestMapper, MetricsClient};
 use hpa_replica_calculator::{CalculatorConfig, ReadinessConfig, ReplicaCalculator};
 use hpa_workqueue::{
     FixedItemIntervalRateLimiter, QueueConfig, RateLimitingQueue, WorkqueueMetrics,
@@ -220,9 +220,12 @@ impl HorizontalController {
                 hpa.downscale_stabilization_window.as_nanos(),
             ),
         };
-        let scale_client = parts
-            .scale_client
-            .unwrap_or_else(|| Arc::new(KubeScaleClient::new(parts.client.clone())));
+        let scale_client = parts.scale_client.unwrap_or_else(|| {
+            Arc::new(KubeScaleClient::with_rest_mapper(
+                parts.client.clone(),
+                DeferredRestMapper::with_clock(parts.client.clone(), parts.clock.clone()),
+            ))
+        });
         let inner = Inner {
             recorder: Recorder::new(
                 parts.client.clone(),
