@@ -5,6 +5,13 @@
 //! `horizontal_pod_autoscaler_controller`, ALPHA stability (so every help text starts with
 //! `[ALPHA] `, as component-base adds it), the same labels and buckets. Metrics are
 //! registered into a caller-supplied [`prometheus::Registry`].
+//!
+//! Per-HPA series (`desired_replicas{namespace, hpa_name}`) are removed when the controller
+//! forgets a deleted HPA ([`Monitor::forget_hpa`], from the reconcile that finds the HPA gone,
+//! where upstream drops the HPA's recommendations and scale events), so they never outlive
+//! their HPA. The v1.35 `horizontal.go` call sites of the monitor were not available to check
+//! whether upstream deletes the series too (see spec §9.1); keeping the series bounded is the
+//! deliberate choice here.
 
 use std::time::Duration;
 

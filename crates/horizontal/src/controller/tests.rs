@@ -233,3 +233,48 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
     run.await.unwrap().unwrap();
     informer.abort();
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
+    let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+    let options = hpa_config::Options::from_flag_map(&Default::default())
+        .unwrap()
+        .options;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(clock),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let period = controller.inner.config.sync_period();
+    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, period));
+    for e in [
+        watcher::Event::Init,
+        watcher::Event::InitApply(hpa(0)),
+        watcher::Event::InitApply(hpa(1)),
+        watcher::Event::InitDone,
+    ] {
+        tx.send(Ok(e)).unwrap();
+    }
+    tokio::time::sleep(period - Duration::from_millis(1)).await;
+    assert_eq!(controller.inner.selectors.len(), 2);
+    // The deletion is delivered at the instant the resync is due; resyncs keep coming.
+    tx.send(Ok(watcher::Event::Delete(hpa(0)))).unwrap();
+    tokio::time::sleep(period * 4).await;
+    let gone = crate::state::HpaKey::new("ns-0", "hpa-0");
+    let kept = crate::state::HpaKey::new("ns-1", "hpa-1");
+    assert!(!controller.inner.selectors.contains(&gone));
+    assert!(controller.inner.selectors.contains(&kept));
+    assert_eq!(controller.inner.monitor.num_hpas(), 1.0);
+    informer.abort();
+}
