@@ -111,6 +111,7 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
 struct Sizes {
     state: usize,
     selectors: usize,
+    selector_namespaces: usize,
     last_decisions: usize,
     queued: usize,
     waiting: usize,
@@ -124,6 +125,7 @@ fn sizes(c: &HorizontalController) -> Sizes {
     Sizes {
         state: inner.state.entries(),
         selectors: inner.selectors.len(),
+        selector_namespaces: inner.selectors.namespaces(),
         last_decisions: inner.last_decisions.len(),
         queued: inner.queue.queue().len(),
         waiting: inner.queue.waiting_len(),
@@ -199,6 +201,7 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
     settle(|| controller.inner.last_decisions.len() == N).await;
     let during = sizes(&controller);
     assert_eq!(during.selectors, N);
+    assert_eq!(during.selector_namespaces, 7);
     assert_eq!(during.series, N);
     assert_eq!(during.num_hpas, N as f64);
     assert!(during.state >= N, "{during:?}");
