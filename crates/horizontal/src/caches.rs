@@ -240,12 +240,8 @@ impl Caches {
         } = writers;
         let hpa_api: Api<HorizontalPodAutoscaler> = Api::all(client.clone());
         let pod_api: Api<Pod> = Api::all(client);
-        let hpa_events = watcher(hpa_api, watcher::Config::default())
-            .default_backoff()
-            .modify(trim_managed_fields);
-        let pod_events = watcher(pod_api, watcher::Config::default())
-            .default_backoff()
-            .modify(trim_managed_fields);
+        let hpa_events = watcher(hpa_api, watcher::Config::default()).default_backoff();
+        let pod_events = watcher(pod_api, watcher::Config::default()).default_backoff();
         vec![
             tokio::spawn(run_hpa_informer(hpa_events, hpa_writer, handler, resync)),
             tokio::spawn(run_pod_informer(pod_events, pods)),
@@ -307,7 +303,8 @@ impl Caches {
     }
 }
 
-/// The HPA informer's loop: apply each watch event to the cache, then hand it to `handler`;
+/// The HPA informer's loop: apply each watch event to the cache (without `managedFields`),
+/// then hand it to `handler`;
 /// every `resync` (unless zero), hand every cached HPA to `on_update`. One task does both,
 /// so the handler sees a resync and a deletion in the order they happened.
 pub async fn run_hpa_informer<S>(
@@ -351,7 +348,7 @@ pub async fn run_hpa_informer<S>(
             }
         };
         let event = match event {
-            Ok(e) => e,
+            Ok(e) => e.modify(trim_managed_fields),
             Err(error) => {
                 tracing::warn!(%error, "HPA watch failed");
                 continue;
@@ -394,7 +391,8 @@ pub async fn run_hpa_informer<S>(
     }
 }
 
-/// The Pod informer's loop: apply each watch event to the namespace index.
+/// The Pod informer's loop: apply each watch event to the namespace index, without
+/// `managedFields`.
 pub async fn run_pod_informer<S>(events: S, index: Arc<PodIndex>)
 where
     S: Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send,
@@ -402,7 +400,7 @@ where
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
         match event {
-            Ok(e) => index.apply(e),
+            Ok(e) => index.apply(e.modify(trim_managed_fields)),
             Err(error) => tracing::warn!(%error, "Pod watch failed"),
         }
     }
@@ -491,8 +489,7 @@ mod tests {
             Ok(watcher::Event::InitDone),
             Ok(watcher::Event::Apply(pod("c", "web-1", "web"))),
             Ok(watcher::Event::Delete(pod("c", "web-1", "web"))),
-        ])
-        .modify(trim_managed_fields);
+        ]);
         run_pod_informer(events, writers.pods.clone()).await;
         let selector = hpa_metrics::Selector::from_label_selector(
             &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
@@ -518,6 +515,7 @@ mod tests {
             metadata: kube::api::ObjectMeta {
                 namespace: Some("default".into()),
                 name: Some(name.into()),
+                managed_fields: Some(vec![Default::default()]),
                 ..Default::default()
             },
             ..Default::default()
@@ -594,6 +592,13 @@ mod tests {
         // Resyncs keep coming for the HPA that is still there.
         assert!(calls.iter().filter(|c| *c == "update default/b").count() >= 3);
         assert_eq!(caches.hpas().len(), 1);
+        // HPAs are cached without managedFields too (the factory's transform).
+        assert!(
+            caches
+                .hpas()
+                .iter()
+                .all(|h| h.metadata.managed_fields.is_none())
+        );
         task.abort();
     }
 
