@@ -363,6 +363,9 @@ impl HorizontalController {
         if let Some(task) = invalidation {
             task.abort();
         }
+        // `defer a.eventBroadcaster.Shutdown()`: events still queued are tried once more,
+        // a write being retried is given up on.
+        self.inner.recorder.shutdown();
         tracing::info!("Shutting down HPA controller");
         Ok(())
     }
