@@ -12,7 +12,8 @@ use std::time::Duration;
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{Options, SystemClock};
 use hpa_horizontal::controller::{ControllerConfig, ControllerParts, HorizontalController};
-use hpa_metrics::{AvailableApis, RestMetricsClient};
+use hpa_horizontal::scale_client::KubeScaleClient;
+use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
 use hpa_workqueue::WorkqueueMetrics;
 use prometheus::Registry;
 use tokio::sync::watch;
@@ -121,13 +122,20 @@ pub async fn run(
     }
 
     let available_apis = AvailableApis::new();
-    let metrics_client =
-        RestMetricsClient::with_available_apis(client.clone(), available_apis.clone());
+    // KCM's one deferred discovery RESTMapper (reset every 30s), shared by the scale and
+    // custom-metrics clients.
+    let rest_mapper = DeferredRestMapper::new(client.clone());
+    let metrics_client = RestMetricsClient::with_rest_mapper(
+        client.clone(),
+        available_apis.clone(),
+        rest_mapper.clone(),
+    );
+    let scale_client = KubeScaleClient::with_rest_mapper(client.clone(), rest_mapper);
     let controller = HorizontalController::new(ControllerParts {
         client: client.clone(),
         metrics_client: Arc::new(metrics_client),
         available_apis: Some(available_apis),
-        scale_client: None,
+        scale_client: Some(Arc::new(scale_client)),
         config: ControllerConfig::from_options(&options),
         clock: Arc::new(SystemClock),
         registry: registry.clone(),
