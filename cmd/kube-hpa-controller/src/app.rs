@@ -19,7 +19,7 @@ use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{Options, SystemClock};
 use hpa_horizontal::controller::{ControllerConfig, ControllerParts, HorizontalController};
 use hpa_horizontal::scale_client::KubeScaleClient;
-use hpa_metrics::{AvailableApis, RestMetricsClient};
+use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
 use hpa_workqueue::WorkqueueMetrics;
 use prometheus::Registry;
 use tokio::sync::watch;
@@ -318,14 +318,21 @@ fn build_controller(
     registry: &Registry,
 ) -> Result<HorizontalController, AppError> {
     let available_apis = AvailableApis::new();
-    let metrics_client =
-        RestMetricsClient::with_clients(clients.metrics.clone(), available_apis.clone());
+    // KCM's one deferred discovery RESTMapper (reset every 30 s), shared by the scale and
+    // custom-metrics clients; discovery goes through the HPA client.
+    let rest_mapper = DeferredRestMapper::new(clients.hpa.clone());
+    let metrics_client = RestMetricsClient::with_parts(
+        clients.metrics.clone(),
+        available_apis.clone(),
+        rest_mapper.clone(),
+    );
+    let scale_client = KubeScaleClient::with_rest_mapper(clients.scale.clone(), rest_mapper);
     Ok(HorizontalController::with_informer_client(
         ControllerParts {
             client: clients.hpa.clone(),
             metrics_client: Arc::new(metrics_client),
             available_apis: Some(available_apis),
-            scale_client: Some(Arc::new(KubeScaleClient::new(clients.scale.clone()))),
+            scale_client: Some(Arc::new(scale_client)),
             config: ControllerConfig::from_options(options),
             clock: Arc::new(SystemClock),
             registry: registry.clone(),

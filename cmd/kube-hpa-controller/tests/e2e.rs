@@ -825,7 +825,6 @@ async fn a_frozen_leader_writes_nothing_after_it_resumes() {
     .await;
 
     signal(&a.proc, "-STOP");
-    let frozen = jiff::Timestamp::now();
     set_replicas(&fixture, 2).await;
     eventually("B to take the lease", WAIT, async || {
         b.proc.assert_running();
@@ -835,6 +834,15 @@ async fn a_frozen_leader_writes_nothing_after_it_resumes() {
             .filter(|h| !h.is_empty() && *h != a_id)
     })
     .await;
+    let acquired = fixture
+        .lease()
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .acquire_time
+        .unwrap()
+        .0;
     eventually("B to rescale to 4", WAIT, async || {
         b.proc.assert_running();
         (fixture.scale_replicas().await == 4).then_some(())

@@ -7,11 +7,21 @@
 //! `kube::runtime` watcher feeding a reflector store; the HPA watcher's events are also handed
 //! to a [`HpaEventHandler`]. A relist (watch restart) that no longer contains an object is
 //! reported as a deletion, as client-go's `DeletedFinalStateUnknown` tombstones are.
+//!
+//! As KCM's shared informer factory (`cmd/kube-controller-manager/app/controllermanager.go`,
+//! `informers.WithTransform(trim managedFields)`), every cached object is stored without
+//! `metadata.managedFields`. Pods are indexed by namespace (the informer's `NamespaceIndex`
+//! that `podLister.Pods(ns).List` uses), so a list reads one namespace, never the cluster.
+//! The handler's periodic resync (`AddEventHandlerWithResyncPeriod`) runs in the same task
+//! as the watch events, so its `UpdateFunc` calls are ordered with `DeleteFunc` as the
+//! informer's single listener delivers them: a resync never re-delivers an HPA whose
+//! deletion was already handled.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use hpa_metrics::Selector;
 use hpa_replica_calculator::{PodListError, PodLister};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -54,7 +64,7 @@ pub fn split_key(key: &str) -> Result<(&str, &str), String> {
 #[derive(Clone)]
 pub struct Caches {
     hpas: Store<HorizontalPodAutoscaler>,
-    pods: Store<Pod>,
+    pods: Arc<PodIndex>,
     /// Serialises [`Caches::wait_for_sync`]: kube's `Store::wait_until_ready` keeps a single
     /// waker, so of several concurrent waiters only the last one polled would be woken.
     synced: Arc<tokio::sync::OnceCell<()>>,
@@ -68,8 +78,8 @@ impl std::fmt::Debug for Caches {
 
 /// The writers of the caches, consumed by [`Caches::start`].
 pub struct CacheWriters {
-    hpas: Writer<HorizontalPodAutoscaler>,
-    pods: Writer<Pod>,
+    pub(crate) hpas: Writer<HorizontalPodAutoscaler>,
+    pub(crate) pods: Arc<PodIndex>,
 }
 
 impl std::fmt::Debug for CacheWriters {
@@ -78,15 +88,137 @@ impl std::fmt::Debug for CacheWriters {
     }
 }
 
+/// KCM's informer transform: drop `metadata.managedFields` before caching.
+pub fn trim_managed_fields<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
+}
+
+/// namespace → name → pod.
+type Namespaces = HashMap<String, BTreeMap<String, Arc<Pod>>>;
+
+/// The Pod cache, indexed by namespace: namespace → name → pod (name order, so lists need no
+/// sort). A namespace without pods has no entry.
+#[derive(Default)]
+pub struct PodIndex {
+    by_namespace: RwLock<Namespaces>,
+    /// The relist being received (between `Init` and `InitDone`).
+    relist: std::sync::Mutex<Option<Namespaces>>,
+    ready: tokio::sync::watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for PodIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodIndex").finish_non_exhaustive()
+    }
+}
+
+fn pod_slot(pod: &Pod) -> (String, String) {
+    (
+        pod.metadata.namespace.clone().unwrap_or_default(),
+        pod.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+impl PodIndex {
+    /// Applies one watch event (the reflector's store update).
+    pub fn apply(&self, event: watcher::Event<Pod>) {
+        match event {
+            watcher::Event::Apply(pod) => {
+                let (ns, name) = pod_slot(&pod);
+                self.write()
+                    .entry(ns)
+                    .or_default()
+                    .insert(name, Arc::new(pod));
+            }
+            watcher::Event::Delete(pod) => {
+                let (ns, name) = pod_slot(&pod);
+                let mut g = self.write();
+                if let Some(pods) = g.get_mut(&ns) {
+                    pods.remove(&name);
+                    if pods.is_empty() {
+                        g.remove(&ns);
+                    }
+                }
+            }
+            watcher::Event::Init => {
+                *self.relist.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
+            }
+            watcher::Event::InitApply(pod) => {
+                let (ns, name) = pod_slot(&pod);
+                let mut relist = self.relist.lock().unwrap_or_else(|p| p.into_inner());
+                relist
+                    .get_or_insert_with(HashMap::new)
+                    .entry(ns)
+                    .or_default()
+                    .insert(name, Arc::new(pod));
+            }
+            watcher::Event::InitDone => {
+                let fresh = self
+                    .relist
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .unwrap_or_default();
+                *self.write() = fresh;
+                self.ready.send_replace(true);
+            }
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Namespaces> {
+        self.by_namespace.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Namespaces> {
+        self.by_namespace.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The pods of `namespace` that `keep` accepts, in name order.
+    pub fn list_namespace(&self, namespace: &str, keep: impl Fn(&Pod) -> bool) -> Vec<Arc<Pod>> {
+        self.read().get(namespace).map_or_else(Vec::new, |pods| {
+            pods.values().filter(|p| keep(p)).cloned().collect()
+        })
+    }
+
+    /// The number of namespaces with cached pods.
+    pub fn namespaces(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether the first list has been received.
+    async fn wait_until_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    fn versions(&self) -> BTreeMap<String, String> {
+        self.read()
+            .iter()
+            .flat_map(|(ns, pods)| {
+                pods.iter().map(move |(name, p)| {
+                    (
+                        if ns.is_empty() {
+                            name.clone()
+                        } else {
+                            format!("{ns}/{name}")
+                        },
+                        p.metadata.resource_version.clone().unwrap_or_default(),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
 impl Caches {
     /// Empty caches and their writers.
     pub fn new() -> (Caches, CacheWriters) {
         let hpas = Writer::default();
-        let pods = Writer::default();
+        let pods = Arc::new(PodIndex::default());
         (
             Caches {
                 hpas: hpas.as_reader(),
-                pods: pods.as_reader(),
+                pods: pods.clone(),
                 synced: Arc::new(tokio::sync::OnceCell::new()),
             },
             CacheWriters { hpas, pods },
@@ -94,79 +226,26 @@ impl Caches {
     }
 
     /// Spawns the two watchers (all namespaces) on the current runtime. The HPA events go to
-    /// `handler` after the cache has applied them. The tasks run until aborted.
+    /// `handler` after the cache has applied them, and every `resync` period (unless zero)
+    /// every cached HPA goes to `on_update`, in the same task. The tasks run until aborted.
     pub fn start(
         client: kube::Client,
         writers: CacheWriters,
         handler: Arc<dyn HpaEventHandler>,
+        resync: Duration,
     ) -> Vec<tokio::task::JoinHandle<()>> {
         let CacheWriters {
-            hpas: mut hpa_writer,
-            pods: mut pod_writer,
+            hpas: hpa_writer,
+            pods,
         } = writers;
         let hpa_api: Api<HorizontalPodAutoscaler> = Api::all(client.clone());
         let pod_api: Api<Pod> = Api::all(client);
-        let hpa_task = tokio::spawn(async move {
-            let mut known: BTreeSet<String> = BTreeSet::new();
-            let mut relisted: BTreeSet<String> = BTreeSet::new();
-            let mut stream = watcher(hpa_api, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = stream.next().await {
-                let event = match event {
-                    Ok(e) => e,
-                    Err(error) => {
-                        tracing::warn!(%error, "HPA watch failed");
-                        continue;
-                    }
-                };
-                hpa_writer.apply_watcher_event(&event);
-                match &event {
-                    watcher::Event::Apply(hpa) => {
-                        let key = object_key(hpa);
-                        if known.insert(key) {
-                            handler.on_add(hpa);
-                        } else {
-                            handler.on_update(hpa);
-                        }
-                    }
-                    watcher::Event::Delete(hpa) => {
-                        let key = object_key(hpa);
-                        known.remove(&key);
-                        handler.on_delete(&key);
-                    }
-                    watcher::Event::Init => relisted.clear(),
-                    watcher::Event::InitApply(hpa) => {
-                        let key = object_key(hpa);
-                        relisted.insert(key.clone());
-                        if known.insert(key) {
-                            handler.on_add(hpa);
-                        } else {
-                            handler.on_update(hpa);
-                        }
-                    }
-                    watcher::Event::InitDone => {
-                        let gone: Vec<String> = known.difference(&relisted).cloned().collect();
-                        for key in gone {
-                            known.remove(&key);
-                            handler.on_delete(&key);
-                        }
-                    }
-                }
-            }
-        });
-        let pod_task = tokio::spawn(async move {
-            let mut stream = watcher(pod_api, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(e) => pod_writer.apply_watcher_event(&e),
-                    Err(error) => tracing::warn!(%error, "Pod watch failed"),
-                }
-            }
-        });
-        vec![hpa_task, pod_task]
+        let hpa_events = watcher(hpa_api, watcher::Config::default()).default_backoff();
+        let pod_events = watcher(pod_api, watcher::Config::default()).default_backoff();
+        vec![
+            tokio::spawn(run_hpa_informer(hpa_events, hpa_writer, handler, resync)),
+            tokio::spawn(run_pod_informer(pod_events, pods)),
+        ]
     }
 
     /// Waits until both caches have completed their first list
@@ -179,10 +258,7 @@ impl Caches {
                     .wait_until_ready()
                     .await
                     .map_err(|e| e.to_string())?;
-                self.pods
-                    .wait_until_ready()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                self.pods.wait_until_ready().await;
                 tracing::info!("Caches are synced for HPA");
                 Ok::<(), String>(())
             })
@@ -202,12 +278,21 @@ impl Caches {
 
     /// `namespace/name` → `resourceVersion` of every cached HPA (for the replay runner's wait).
     pub fn hpa_versions(&self) -> BTreeMap<String, String> {
-        versions(&self.hpas)
+        self.hpas
+            .state()
+            .iter()
+            .map(|o| {
+                (
+                    object_key(o.as_ref()),
+                    o.meta().resource_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
     }
 
     /// `namespace/name` → `resourceVersion` of every cached Pod.
     pub fn pod_versions(&self) -> BTreeMap<String, String> {
-        versions(&self.pods)
+        self.pods.versions()
     }
 
     /// A [`PodLister`] over the Pod cache.
@@ -218,27 +303,113 @@ impl Caches {
     }
 }
 
-fn versions<K>(store: &Store<K>) -> BTreeMap<String, String>
-where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
+/// The HPA informer's loop: apply each watch event to the cache (without `managedFields`),
+/// then hand it to `handler`;
+/// every `resync` (unless zero), hand every cached HPA to `on_update`. One task does both,
+/// so the handler sees a resync and a deletion in the order they happened.
+pub async fn run_hpa_informer<S>(
+    events: S,
+    mut writer: Writer<HorizontalPodAutoscaler>,
+    handler: Arc<dyn HpaEventHandler>,
+    resync: Duration,
+) where
+    S: Stream<Item = Result<watcher::Event<HorizontalPodAutoscaler>, watcher::Error>> + Send,
 {
-    store
-        .state()
-        .iter()
-        .map(|o| {
-            (
-                object_key(o.as_ref()),
-                o.meta().resource_version.clone().unwrap_or_default(),
-            )
-        })
-        .collect()
+    let mut events = std::pin::pin!(events);
+    let store = writer.as_reader();
+    let mut known: BTreeSet<String> = BTreeSet::new();
+    let mut relisted: BTreeSet<String> = BTreeSet::new();
+    let mut ticker = (!resync.is_zero()).then(|| {
+        let mut t = tokio::time::interval_at(tokio::time::Instant::now() + resync, resync);
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        t
+    });
+    loop {
+        let tick = async {
+            match ticker.as_mut() {
+                Some(t) => {
+                    t.tick().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let event = tokio::select! {
+            biased;
+            event = events.next() => match event {
+                Some(e) => e,
+                None => return,
+            },
+            () = tick => {
+                // The handler's resync: every cached HPA, as it is now, to `UpdateFunc`.
+                for hpa in store.state() {
+                    handler.on_update(&hpa);
+                }
+                continue;
+            }
+        };
+        let event = match event {
+            Ok(e) => e.modify(trim_managed_fields),
+            Err(error) => {
+                tracing::warn!(%error, "HPA watch failed");
+                continue;
+            }
+        };
+        writer.apply_watcher_event(&event);
+        match &event {
+            watcher::Event::Apply(hpa) => {
+                let key = object_key(hpa);
+                if known.insert(key) {
+                    handler.on_add(hpa);
+                } else {
+                    handler.on_update(hpa);
+                }
+            }
+            watcher::Event::Delete(hpa) => {
+                let key = object_key(hpa);
+                known.remove(&key);
+                handler.on_delete(&key);
+            }
+            watcher::Event::Init => relisted.clear(),
+            watcher::Event::InitApply(hpa) => {
+                let key = object_key(hpa);
+                relisted.insert(key.clone());
+                if known.insert(key) {
+                    handler.on_add(hpa);
+                } else {
+                    handler.on_update(hpa);
+                }
+            }
+            watcher::Event::InitDone => {
+                let gone: Vec<String> = known.difference(&relisted).cloned().collect();
+                for key in gone {
+                    known.remove(&key);
+                    handler.on_delete(&key);
+                }
+                relisted.clear();
+            }
+        }
+    }
+}
+
+/// The Pod informer's loop: apply each watch event to the namespace index, without
+/// `managedFields`.
+pub async fn run_pod_informer<S>(events: S, index: Arc<PodIndex>)
+where
+    S: Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send,
+{
+    let mut events = std::pin::pin!(events);
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(e) => index.apply(e.modify(trim_managed_fields)),
+            Err(error) => tracing::warn!(%error, "Pod watch failed"),
+        }
+    }
 }
 
 /// The pod lister backed by the Pod cache (`podLister.Pods(ns).List(selector)`).
 #[derive(Clone)]
 pub struct CachePodLister {
-    pods: Store<Pod>,
+    pods: Arc<PodIndex>,
 }
 
 impl std::fmt::Debug for CachePodLister {
@@ -250,13 +421,11 @@ impl std::fmt::Debug for CachePodLister {
 impl PodLister for CachePodLister {
     fn list(&self, namespace: &str, selector: &Selector) -> Result<Vec<Arc<Pod>>, PodListError> {
         let empty = BTreeMap::new();
-        let mut pods = self.pods.state_filter(|p| {
-            p.metadata.namespace.as_deref() == Some(namespace)
-                && selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
-        });
-        // A deterministic order (the informer's indexer order is a Go map's, unspecified).
-        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(pods)
+        // One namespace, from the index, already in name order (the informer's indexer order
+        // is a Go map's, unspecified; this one is deterministic).
+        Ok(self.pods.list_namespace(namespace, |p| {
+            selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
+        }))
     }
 }
 
@@ -284,13 +453,158 @@ mod tests {
         assert!(!a.is_finished() && !b.is_finished());
         writers.hpas.apply_watcher_event(&watcher::Event::Init);
         writers.hpas.apply_watcher_event(&watcher::Event::InitDone);
-        writers.pods.apply_watcher_event(&watcher::Event::Init);
-        writers.pods.apply_watcher_event(&watcher::Event::InitDone);
+        writers.pods.apply(watcher::Event::Init);
+        writers.pods.apply(watcher::Event::InitDone);
         let both = async { (a.await, b.await) };
         let (ra, rb) = tokio::time::timeout(std::time::Duration::from_secs(5), both)
             .await
             .expect("both waiters are woken");
         assert_eq!(ra.unwrap(), Ok(()));
         assert_eq!(rb.unwrap(), Ok(()));
+    }
+
+    fn pod(ns: &str, name: &str, app: &str) -> Pod {
+        Pod {
+            metadata: kube::api::ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                labels: Some([("app".to_owned(), app.to_owned())].into()),
+                managed_fields: Some(vec![Default::default()]),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn pods_are_cached_without_managed_fields_and_listed_per_namespace() {
+        let (caches, writers) = Caches::new();
+        let events = futures::stream::iter(vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(pod("a", "web-2", "web"))),
+            Ok(watcher::Event::InitApply(pod("a", "web-1", "web"))),
+            Ok(watcher::Event::InitApply(pod("a", "db-1", "db"))),
+            Ok(watcher::Event::InitApply(pod("b", "web-1", "web"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(pod("c", "web-1", "web"))),
+            Ok(watcher::Event::Delete(pod("c", "web-1", "web"))),
+        ]);
+        run_pod_informer(events, writers.pods.clone()).await;
+        let selector = hpa_metrics::Selector::from_label_selector(
+            &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let listed = caches.pod_lister().list("a", &selector).unwrap();
+        let names: Vec<_> = listed
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["web-1", "web-2"]);
+        assert!(listed.iter().all(|p| p.metadata.managed_fields.is_none()));
+        // A namespace whose last pod left has no index entry.
+        assert_eq!(writers.pods.namespaces(), 2);
+        assert_eq!(caches.pod_versions().len(), 4);
+    }
+
+    fn hpa(name: &str) -> HorizontalPodAutoscaler {
+        HorizontalPodAutoscaler {
+            metadata: kube::api::ObjectMeta {
+                namespace: Some("default".into()),
+                name: Some(name.into()),
+                managed_fields: Some(vec![Default::default()]),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Registers on add/update and unregisters on delete, as the controller's handler does;
+    /// remembers every call.
+    #[derive(Default)]
+    struct Registering {
+        registered: std::sync::Mutex<BTreeSet<String>>,
+        calls: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl HpaEventHandler for Registering {
+        fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("add {}", object_key(hpa)));
+            self.registered.lock().unwrap().insert(object_key(hpa));
+        }
+        fn on_update(&self, hpa: &HorizontalPodAutoscaler) {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("update {}", object_key(hpa)));
+            self.registered.lock().unwrap().insert(object_key(hpa));
+        }
+        fn on_delete(&self, key: &str) {
+            self.calls.lock().unwrap().push(format!("delete {key}"));
+            self.registered.lock().unwrap().remove(key);
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_resync_never_re_registers_a_deleted_hpa() {
+        let (caches, writers) = Caches::new();
+        let handler = Arc::new(Registering::default());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = tokio_stream_of(rx);
+        let period = Duration::from_secs(15);
+        let task = tokio::spawn(run_hpa_informer(
+            events,
+            writers.hpas,
+            handler.clone(),
+            period,
+        ));
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(hpa("a")),
+            watcher::Event::InitApply(hpa("b")),
+            watcher::Event::InitDone,
+        ] {
+            tx.send(Ok(e)).unwrap();
+        }
+        tokio::time::sleep(period - Duration::from_millis(1)).await;
+        // The deletion arrives at the very instant the resync is due.
+        tx.send(Ok(watcher::Event::Delete(hpa("a")))).unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(period * 3).await;
+        let calls = handler.calls.lock().unwrap().clone();
+        let deleted_at = calls.iter().position(|c| c == "delete default/a").unwrap();
+        assert!(
+            !calls[deleted_at..]
+                .iter()
+                .any(|c| c.ends_with(" default/a") && !c.starts_with("delete")),
+            "{calls:?}"
+        );
+        assert_eq!(
+            *handler.registered.lock().unwrap(),
+            BTreeSet::from(["default/b".to_owned()])
+        );
+        // Resyncs keep coming for the HPA that is still there.
+        assert!(calls.iter().filter(|c| *c == "update default/b").count() >= 3);
+        assert_eq!(caches.hpas().len(), 1);
+        // HPAs are cached without managedFields too (the factory's transform).
+        assert!(
+            caches
+                .hpas()
+                .iter()
+                .all(|h| h.metadata.managed_fields.is_none())
+        );
+        task.abort();
+    }
+
+    fn tokio_stream_of<T: Send + 'static>(
+        mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
+    ) -> impl Stream<Item = T> + Send {
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
     }
 }

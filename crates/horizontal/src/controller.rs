@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration};
-use hpa_metrics::{AvailableApis, MetricsClient};
+use hpa_metrics::{AvailableApis, DeferredRestMapper, MetricsClient};
 use hpa_replica_calculator::{CalculatorConfig, ReadinessConfig, ReplicaCalculator};
 use hpa_workqueue::{
     FixedItemIntervalRateLimiter, QueueConfig, RateLimitingQueue, WorkqueueMetrics,
@@ -232,9 +232,12 @@ impl HorizontalController {
                 hpa.downscale_stabilization_window.as_nanos(),
             ),
         };
-        let scale_client = parts
-            .scale_client
-            .unwrap_or_else(|| Arc::new(KubeScaleClient::new(parts.client.clone())));
+        let scale_client = parts.scale_client.unwrap_or_else(|| {
+            Arc::new(KubeScaleClient::with_rest_mapper(
+                parts.client.clone(),
+                DeferredRestMapper::with_clock(parts.client.clone(), parts.clock.clone()),
+            ))
+        });
         let inner = Inner {
             recorder: Recorder::new(
                 parts.client.clone(),
@@ -275,22 +278,14 @@ impl HorizontalController {
             return;
         };
         let handler: Arc<dyn HpaEventHandler> = self.inner.clone();
-        let mut tasks = Caches::start(self.inner.informer_client.clone(), writers, handler);
-        // The handler's resync: every sync period, every cached HPA goes to `UpdateFunc`.
-        let inner = self.inner.clone();
-        let period = inner.config.sync_period();
-        tasks.push(tokio::spawn(async move {
-            if period.is_zero() {
-                return;
-            }
-            let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-            loop {
-                ticker.tick().await;
-                for hpa in inner.caches.hpas() {
-                    inner.on_update(&hpa);
-                }
-            }
-        }));
+        // The handler's resync (every sync period, every cached HPA to `UpdateFunc`) runs in
+        // the HPA informer's task, ordered with its deletions.
+        let tasks = Caches::start(
+            self.inner.informer_client.clone(),
+            writers,
+            handler,
+            self.inner.config.sync_period(),
+        );
         self.inner
             .tasks
             .lock()
@@ -384,6 +379,9 @@ impl HorizontalController {
         if let Some(task) = invalidation {
             task.abort();
         }
+        // `defer a.eventBroadcaster.Shutdown()`: events still queued are tried once more,
+        // a write being retried is given up on.
+        self.inner.recorder.shutdown();
         tracing::info!("Shutting down HPA controller");
         Ok(())
     }
@@ -400,6 +398,7 @@ impl HorizontalController {
             task.abort();
         }
         self.inner.queue.shut_down();
+        self.inner.recorder.shutdown();
     }
 
     /// The function workers call for one key (`reconcileKey`), without the re-add.
@@ -411,3 +410,6 @@ impl HorizontalController {
 fn go_to_std(d: hpa_config::GoDuration) -> Duration {
     Duration::from_nanos(d.as_nanos().max(0) as u64)
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,6 +5,13 @@
 //! `horizontal_pod_autoscaler_controller`, ALPHA stability (so every help text starts with
 //! `[ALPHA] `, as component-base adds it), the same labels and buckets. Metrics are
 //! registered into a caller-supplied [`prometheus::Registry`].
+//!
+//! Per-HPA series (`desired_replicas{namespace, hpa_name}`) are removed when the controller
+//! forgets a deleted HPA ([`Monitor::forget_hpa`], from the reconcile that finds the HPA gone,
+//! where upstream drops the HPA's recommendations and scale events), so they never outlive
+//! their HPA. The v1.35 `horizontal.go` call sites of the monitor were not available to check
+//! whether upstream deletes the series too (see spec §9.1); keeping the series bounded is the
+//! deliberate choice here.
 
 use std::time::Duration;
 
@@ -187,6 +194,30 @@ impl Monitor {
         self.desired_replicas
             .with_label_values(&[namespace, name])
             .set(f64::from(replicas));
+    }
+
+    /// Removes the desired-replicas series of a deleted HPA, so that per-HPA series do not
+    /// outlive their HPA (called once the controller has forgotten the HPA).
+    pub fn forget_hpa(&self, namespace: &str, name: &str) {
+        // An HPA deleted before its first reconcile has no series: nothing to remove.
+        let _ = self
+            .desired_replicas
+            .remove_label_values(&[namespace, name]);
+    }
+
+    /// The number of per-HPA series (`desired_replicas`).
+    pub fn per_hpa_series(&self) -> usize {
+        use prometheus::core::Collector as _;
+        self.desired_replicas
+            .collect()
+            .iter()
+            .map(|family| family.get_metric().len())
+            .sum()
+    }
+
+    /// The value of the controlled-HPA gauge.
+    pub fn num_hpas(&self) -> f64 {
+        self.num_hpas.get()
     }
 }
 

@@ -131,6 +131,7 @@ impl Inner {
             tracing::info!(HPA = key, "Horizontal Pod Autoscaler has been deleted");
             self.state.forget(key);
             self.last_decisions.remove(key);
+            self.monitor.forget_hpa(namespace, name);
             return (true, Ok(()));
         };
         (false, self.reconcile_autoscaler(&hpa, key).await)
@@ -282,7 +283,7 @@ impl Inner {
         self.last_decisions.insert(key.to_owned(), decision.clone());
         // Events emitted while computing (selector, per-metric failures).
         for e in &decision.events {
-            self.recorder.record(&hpa, e).await;
+            self.recorder.record(&hpa, e);
         }
 
         let rescale = if decision.rescale {
@@ -299,7 +300,7 @@ impl Inner {
         let rescale_failed = matches!(rescale, RescaleResult::Failed(_));
         let outcome = decision.complete(&self.state, &original, rescale.clone());
         for e in outcome.events.iter().skip(decision.events.len()) {
-            self.recorder.record(&hpa, e).await;
+            self.recorder.record(&hpa, e);
         }
         if rescale == RescaleResult::Succeeded {
             tracing::info!(
@@ -323,7 +324,7 @@ impl Inner {
             Ok(())
         };
         for e in &outcome.events_after_status {
-            self.recorder.record(&hpa, e).await;
+            self.recorder.record(&hpa, e);
         }
         let replaces = decision.failure.is_none() && !rescale_failed;
         let result = match status_result {
@@ -349,14 +350,12 @@ impl Inner {
         err: &str,
         now: Timestamp,
     ) {
-        self.recorder
-            .record(
-                hpa,
-                &HpaEvent::FailedGetScale {
-                    err: err.to_owned(),
-                },
-            )
-            .await;
+        self.recorder.record(
+            hpa,
+            &HpaEvent::FailedGetScale {
+                err: err.to_owned(),
+            },
+        );
         let mut status = original.clone();
         set_condition(
             status.conditions.get_or_insert_with(Vec::new),
@@ -426,7 +425,7 @@ impl Inner {
             Err(e) => {
                 let text = crate::scale_client::kube_error_text(&e).message;
                 let (event, error) = status_update_failure(&name, &text);
-                self.recorder.record(hpa, &event).await;
+                self.recorder.record(hpa, &event);
                 Err(ReconcileError::internal(error))
             }
         }

@@ -3,17 +3,14 @@
 //!
 //! Mirrors what upstream `pkg/controller/podautoscaler/horizontal.go` uses for this:
 //! `schema.ParseGroupVersion`, the KCM deferred discovery `RESTMapper` (`RESTMappings` of a
-//! group and kind, every version, the preferred one first; rediscovered when a kind is
-//! unknown), `scaleForResourceMappings`, and client-go's `scale` client (`Scales(ns).Get` /
+//! group and kind, every version, the preferred one first; cached and reset every 30 s, see
+//! [`hpa_metrics::restmapper`]), `scaleForResourceMappings`, and client-go's `scale` client (`Scales(ns).Get` /
 //! `Update`, an `autoscaling/v1` `Scale` with optimistic concurrency). Error texts are the
 //! ones those produce: the API's `Status` message for failed requests (client-go's
 //! `StatusError`) and the RESTMapper's `NoKindMatchError`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
+use hpa_metrics::restmapper::{DeferredRestMapper, MappingError};
 use k8s_openapi::api::autoscaling::v1::Scale;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 
 use crate::gofmt::{GoArg, sprintf};
 
@@ -66,46 +63,7 @@ pub fn no_kind_match(group: &str, kind: &str) -> ScaleError {
     ))
 }
 
-/// One REST mapping of a kind: the resource serving it in one version.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ResourceMapping {
-    /// API group (`""` for core).
-    pub group: String,
-    /// API version.
-    pub version: String,
-    /// Plural resource name.
-    pub resource: String,
-    /// Whether the resource is namespaced.
-    pub namespaced: bool,
-}
-
-impl ResourceMapping {
-    /// `resource.group` (just `resource` for core), as client-go prints a GroupResource.
-    pub fn group_resource(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.group)
-        }
-    }
-
-    /// The path of the object's `scale` subresource.
-    pub fn scale_path(&self, namespace: &str, name: &str) -> String {
-        let prefix = if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        };
-        if self.namespaced {
-            format!(
-                "{prefix}/namespaces/{namespace}/{}/{name}/scale",
-                self.resource
-            )
-        } else {
-            format!("{prefix}/{}/{name}/scale", self.resource)
-        }
-    }
-}
+pub use hpa_metrics::restmapper::ResourceMapping;
 
 /// Scale reads and writes behind a trait, so tests (and later a cache) can serve them without
 /// touching the reconcile.
@@ -173,12 +131,12 @@ pub fn kube_error_text(err: &kube::Error) -> ScaleError {
     }
 }
 
-/// The production [`ScaleClient`]: discovery through `/api` and `/apis`, cached per group and
-/// refreshed when a kind is unknown, and the `scale` subresource over a `kube::Client`.
+/// The production [`ScaleClient`]: mappings from KCM's deferred discovery RESTMapper (cached,
+/// reset every 30 s; [`DeferredRestMapper`]) and the `scale` subresource over a
+/// `kube::Client`.
 pub struct KubeScaleClient {
     client: kube::Client,
-    /// group → kind → mappings.
-    groups: Mutex<HashMap<String, HashMap<String, Vec<ResourceMapping>>>>,
+    mapper: DeferredRestMapper,
 }
 
 impl std::fmt::Debug for KubeScaleClient {
@@ -188,77 +146,15 @@ impl std::fmt::Debug for KubeScaleClient {
 }
 
 impl KubeScaleClient {
-    /// A client with an empty discovery cache.
+    /// A client with its own RESTMapper.
     pub fn new(client: kube::Client) -> Self {
-        KubeScaleClient {
-            client,
-            groups: Mutex::new(HashMap::new()),
-        }
+        let mapper = DeferredRestMapper::new(client.clone());
+        Self::with_rest_mapper(client, mapper)
     }
 
-    fn cached(&self, group: &str, kind: &str) -> Option<Vec<ResourceMapping>> {
-        let g = self.groups.lock().unwrap_or_else(|p| p.into_inner());
-        g.get(group).and_then(|kinds| kinds.get(kind).cloned())
-    }
-
-    /// Discovers one group: its versions (preferred first) and each version's kinds.
-    async fn discover_group(
-        &self,
-        group: &str,
-    ) -> Result<HashMap<String, Vec<ResourceMapping>>, ScaleError> {
-        let versions: Vec<String> = if group.is_empty() {
-            self.client
-                .list_core_api_versions()
-                .await
-                .map_err(|e| kube_error_text(&e))?
-                .versions
-        } else {
-            let groups = self
-                .client
-                .list_api_groups()
-                .await
-                .map_err(|e| kube_error_text(&e))?;
-            let Some(g) = groups.groups.into_iter().find(|g| g.name == group) else {
-                return Ok(HashMap::new());
-            };
-            let preferred = g.preferred_version.map(|p| p.version);
-            let mut vs: Vec<String> = Vec::new();
-            if let Some(p) = &preferred {
-                vs.push(p.clone());
-            }
-            for v in g.versions {
-                if !vs.contains(&v.version) {
-                    vs.push(v.version);
-                }
-            }
-            vs
-        };
-        let mut kinds: HashMap<String, Vec<ResourceMapping>> = HashMap::new();
-        for version in versions {
-            let list: APIResourceList = if group.is_empty() {
-                self.client.list_core_api_resources(&version).await
-            } else {
-                self.client
-                    .list_api_group_resources(&format!("{group}/{version}"))
-                    .await
-            }
-            .map_err(|e| kube_error_text(&e))?;
-            for r in list.resources {
-                if r.name.contains('/') {
-                    continue;
-                }
-                kinds
-                    .entry(r.kind.clone())
-                    .or_default()
-                    .push(ResourceMapping {
-                        group: group.to_owned(),
-                        version: version.clone(),
-                        resource: r.name.clone(),
-                        namespaced: r.namespaced,
-                    });
-            }
-        }
-        Ok(kinds)
+    /// A client sharing `mapper` (KCM shares one mapper between its clients).
+    pub fn with_rest_mapper(client: kube::Client, mapper: DeferredRestMapper) -> Self {
+        KubeScaleClient { client, mapper }
     }
 
     async fn send_scale(&self, request: http::Request<Vec<u8>>) -> Result<Scale, ScaleError> {
@@ -276,19 +172,13 @@ impl ScaleClient for KubeScaleClient {
         group: &str,
         kind: &str,
     ) -> Result<Vec<ResourceMapping>, ScaleError> {
-        if let Some(m) = self.cached(group, kind) {
-            return Ok(m);
-        }
-        // Unknown kind: rediscover the group (the deferred mapper's reset and retry).
-        let kinds = self.discover_group(group).await?;
-        let found = kinds.get(kind).cloned();
-        self.groups
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(group.to_owned(), kinds);
-        found
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| no_kind_match(group, kind))
+        self.mapper
+            .rest_mappings(group, kind)
+            .await
+            .map_err(|e| match e {
+                MappingError::NoKindMatch { group, kind } => no_kind_match(&group, &kind),
+                MappingError::Discovery { message, code } => ScaleError { message, code },
+            })
     }
 
     async fn get_scale(

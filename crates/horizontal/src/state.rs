@@ -138,6 +138,12 @@ impl HpaState {
         self.scale_down_events.remove(key);
     }
 
+    /// The number of entries over the three per-HPA maps (recommendations, scale-up and
+    /// scale-down events).
+    pub fn entries(&self) -> usize {
+        self.recommendations.len() + self.scale_up_events.len() + self.scale_down_events.len()
+    }
+
     /// A copy of the recommendation history of `key`.
     pub fn recommendations(&self, key: &str) -> Vec<TimestampedRecommendation> {
         self.recommendations
@@ -231,16 +237,18 @@ pub enum Registered<S> {
 }
 
 /// The selectors of every HPA, used to detect pods controlled by more than one HPA
-/// (`AmbiguousSelector`, spec §3.4). Matching is namespace-scoped.
+/// (`AmbiguousSelector`, spec §3.4). Matching is namespace-scoped, so the registry is indexed
+/// by namespace (namespace → name → selector): a check reads one namespace's HPAs, in name
+/// order, never every HPA of the cluster. A namespace without HPAs has no entry.
 #[derive(Debug)]
 pub struct SelectorRegistry<S> {
-    selectors: DashMap<HpaKey, Registered<S>>,
+    namespaces: DashMap<String, BTreeMap<String, Registered<S>>>,
 }
 
 impl<S> Default for SelectorRegistry<S> {
     fn default() -> Self {
         SelectorRegistry {
-            selectors: DashMap::new(),
+            namespaces: DashMap::new(),
         }
     }
 }
@@ -254,19 +262,26 @@ impl<S: LabelMatcher> SelectorRegistry<S> {
     /// The add/update handler (`enqueueHPA`): register `key` with the `Nothing` selector if
     /// it has no entry. Returns whether it was added.
     pub fn register_if_absent(&self, key: HpaKey) -> bool {
-        let mut added = false;
-        self.selectors.entry(key).or_insert_with(|| {
-            added = true;
-            Registered::Nothing
-        });
-        added
+        let mut names = self.namespaces.entry(key.namespace).or_default();
+        match names.entry(key.name) {
+            std::collections::btree_map::Entry::Occupied(_) => false,
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(Registered::Nothing);
+                true
+            }
+        }
     }
 
     /// Reconcile (`validateAndParseSelector` step 3): replace the selector of `key` only if
     /// `key` is registered. Returns whether it was.
     pub fn update_if_present(&self, key: &HpaKey, selector: S) -> bool {
-        match self.selectors.get_mut(key) {
-            Some(mut entry) => {
+        match self
+            .namespaces
+            .get_mut(&key.namespace)
+            .as_deref_mut()
+            .and_then(|names| names.get_mut(&key.name))
+        {
+            Some(entry) => {
                 *entry = Registered::Selector(selector);
                 true
             }
@@ -276,45 +291,58 @@ impl<S: LabelMatcher> SelectorRegistry<S> {
 
     /// The delete handler: forget `key`. Returns whether it was registered.
     pub fn remove(&self, key: &HpaKey) -> bool {
-        self.selectors.remove(key).is_some()
+        let removed = self
+            .namespaces
+            .get_mut(&key.namespace)
+            .is_some_and(|mut names| names.remove(&key.name).is_some());
+        // Drop the namespace's entry once its last HPA is gone.
+        self.namespaces
+            .remove_if(&key.namespace, |_, names| names.is_empty());
+        removed
     }
 
     /// Whether `key` is registered.
     pub fn contains(&self, key: &HpaKey) -> bool {
-        self.selectors.contains_key(key)
+        self.namespaces
+            .get(&key.namespace)
+            .is_some_and(|names| names.contains_key(&key.name))
     }
 
     /// The number of registered HPAs.
     pub fn len(&self) -> usize {
-        self.selectors.len()
+        self.namespaces.iter().map(|e| e.value().len()).sum()
     }
 
     /// Whether no HPA is registered.
     pub fn is_empty(&self) -> bool {
-        self.selectors.is_empty()
+        self.namespaces.iter().all(|e| e.value().is_empty())
+    }
+
+    /// The number of namespaces with registered HPAs.
+    pub fn namespaces(&self) -> usize {
+        self.namespaces.len()
     }
 
     /// Upstream `hpasControllingPodsUnderSelector`: the HPAs of `namespace` whose selector
     /// matches at least one of the pods' label sets, de-duplicated. Upstream's order comes
-    /// from a Go map and is unspecified; here it is sorted by key.
+    /// from a Go map and is unspecified; here it is by name.
     pub fn hpas_controlling_pods<'a>(
         &self,
         namespace: &str,
         pods: impl IntoIterator<Item = &'a BTreeMap<String, String>>,
     ) -> Vec<HpaKey> {
         let pods: Vec<&BTreeMap<String, String>> = pods.into_iter().collect();
-        let mut out: Vec<HpaKey> = self
-            .selectors
+        let Some(names) = self.namespaces.get(namespace) else {
+            return Vec::new();
+        };
+        names
             .iter()
-            .filter(|e| e.key().namespace == namespace)
-            .filter(|e| match e.value() {
+            .filter(|(_, registered)| match registered {
                 Registered::Nothing => false,
                 Registered::Selector(s) => pods.iter().any(|labels| s.matches(labels)),
             })
-            .map(|e| e.key().clone())
-            .collect();
-        out.sort();
-        out
+            .map(|(name, _)| HpaKey::new(namespace, name.clone()))
+            .collect()
     }
 
     /// The ambiguity check of `validateAndParseSelector` step 6: `Some(keys)` (rendered

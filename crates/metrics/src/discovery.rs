@@ -1,13 +1,12 @@
 //! Custom-metrics version discovery and kind → resource mapping, mirroring upstream
 //! `staging/src/k8s.io/metrics/pkg/client/custom_metrics/discovery.go` (`NewAvailableAPIsGetter`,
-//! `PreferredVersion`, `Invalidate`, `PeriodicallyInvalidate`) and the REST mapping used by
-//! `versioned_client.go` (`qualResourceForKind`).
+//! `PreferredVersion`, `Invalidate`, `PeriodicallyInvalidate`). The kind → resource mapping of
+//! `versioned_client.go` (`qualResourceForKind`) goes through [`crate::restmapper`].
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
-use tokio::sync::{Mutex, RwLock};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList;
+use tokio::sync::RwLock;
 
 /// API group of the custom metrics API.
 pub const CUSTOM_METRICS_GROUP: &str = "custom.metrics.k8s.io";
@@ -125,45 +124,6 @@ pub fn group_kind_string(group: &str, kind: &str) -> String {
     } else {
         format!("{kind}.{group}")
     }
-}
-
-/// Kind → qualified resource (`deployments.apps`, `pods`) cache, filled from discovery of the
-/// object's group version. Only successes are cached.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct KindMapper {
-    cache: Arc<Mutex<HashMap<(String, String), String>>>,
-}
-
-impl KindMapper {
-    pub(crate) async fn cached(&self, group: &str, kind: &str) -> Option<String> {
-        self.cache
-            .lock()
-            .await
-            .get(&(group.to_string(), kind.to_string()))
-            .cloned()
-    }
-
-    pub(crate) async fn store(&self, group: &str, kind: &str, resource: String) {
-        self.cache
-            .lock()
-            .await
-            .insert((group.to_string(), kind.to_string()), resource);
-    }
-}
-
-/// Finds the (non-subresource) resource serving `kind` in a discovery list, qualified with the
-/// group as Go's `GroupResource.String()` does.
-pub(crate) fn resource_for_kind(list: &APIResourceList, group: &str, kind: &str) -> Option<String> {
-    list.resources
-        .iter()
-        .find(|r| r.kind == kind && !r.name.contains('/'))
-        .map(|r| {
-            if group.is_empty() {
-                r.name.clone()
-            } else {
-                format!("{}.{group}", r.name)
-            }
-        })
 }
 
 #[cfg(test)]

@@ -12,16 +12,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, Time};
 use serde::de::DeserializeOwned;
 
 use crate::client::MetricsClient;
 use crate::discovery::{
-    AvailableApis, CUSTOM_METRICS_GROUP, KindMapper, group_kind_string, parse_group_version,
-    resource_for_kind,
+    AvailableApis, CUSTOM_METRICS_GROUP, group_kind_string, parse_group_version,
 };
 use crate::error::{FetchError, MetricsError, generic_server_response};
 use crate::quantity::Quantity;
+use crate::restmapper::DeferredRestMapper;
 use crate::selector::Selector;
 use crate::types::{PodMetric, PodMetricsInfo};
 use crate::wire::{
@@ -49,7 +49,7 @@ const EXTERNAL_METRICS_GROUP: &str = "external.metrics.k8s.io";
 pub struct RestMetricsClient {
     clients: MetricsApiClients,
     available_apis: AvailableApis,
-    mapper: KindMapper,
+    mapper: DeferredRestMapper,
 }
 
 /// The clients of the three metrics APIs (upstream: `resourceclient.NewForConfigOrDie`,
@@ -98,15 +98,38 @@ impl RestMetricsClient {
     /// A client sharing the given version cache (so its owner can invalidate it, e.g. with
     /// [`AvailableApis::periodically_invalidate`] every sync period).
     pub fn with_available_apis(client: kube::Client, available_apis: AvailableApis) -> Self {
-        Self::with_clients(MetricsApiClients::shared(client), available_apis)
+        let mapper = DeferredRestMapper::new(client.clone());
+        Self::with_parts(MetricsApiClients::shared(client), available_apis, mapper)
     }
 
-    /// A client with one `kube::Client` per metrics API, sharing the given version cache.
+    /// A client sharing the given version cache and RESTMapper (KCM gives the custom metrics
+    /// client the controller manager's shared, periodically reset mapper).
+    pub fn with_rest_mapper(
+        client: kube::Client,
+        available_apis: AvailableApis,
+        mapper: DeferredRestMapper,
+    ) -> Self {
+        Self::with_parts(MetricsApiClients::shared(client), available_apis, mapper)
+    }
+
+    /// A client with one `kube::Client` per metrics API (kinds discovered through the custom
+    /// metrics one), sharing the given version cache.
     pub fn with_clients(clients: MetricsApiClients, available_apis: AvailableApis) -> Self {
+        let mapper = DeferredRestMapper::new(clients.custom.clone());
+        Self::with_parts(clients, available_apis, mapper)
+    }
+
+    /// A client with one `kube::Client` per metrics API, the given version cache and the
+    /// given RESTMapper: how kube-controller-manager builds it.
+    pub fn with_parts(
+        clients: MetricsApiClients,
+        available_apis: AvailableApis,
+        mapper: DeferredRestMapper,
+    ) -> Self {
         RestMetricsClient {
             clients,
             available_apis,
-            mapper: KindMapper::default(),
+            mapper,
         }
     }
 
@@ -186,38 +209,19 @@ impl RestMetricsClient {
             .map_err(FetchError::other)
     }
 
-    /// Go `qualResourceForKind`: `deployments.apps`, `pods`, …
+    /// Go `qualResourceForKind`: the RESTMapper's preferred mapping of the object's group and
+    /// kind (any served version, not only the one written in the HPA), printed as a
+    /// GroupResource (`deployments.apps`, `pods`).
     async fn qualified_resource_for_kind(
         &self,
-        api_version: &str,
         group: &str,
         kind: &str,
     ) -> Result<String, FetchError> {
-        if let Some(r) = self.mapper.cached(group, kind).await {
-            return Ok(r);
-        }
-        let path = if group.is_empty() {
-            "/api/v1".to_string()
-        } else {
-            format!("/apis/{}", escape_path(api_version))
-        };
-        let found = match self
-            .get_json::<APIResourceList>(Api::Custom, &path, "", "")
-            .await
-        {
-            Ok(list) => resource_for_kind(&list, group, kind),
-            Err(_) => None,
-        };
-        match found {
-            Some(r) => {
-                self.mapper.store(group, kind, r.clone()).await;
-                Ok(r)
-            }
-            None => Err(FetchError::other(format!(
-                "unable to map kind {} to resource: no matches for kind {} in group {}",
+        match self.mapper.rest_mapping(group, kind).await {
+            Ok(mapping) => Ok(mapping.group_resource()),
+            Err(e) => Err(FetchError::other(format!(
+                "unable to map kind {} to resource: {e}",
                 group_kind_string(group, kind),
-                crate::selector::go_quote(kind),
-                crate::selector::go_quote(group)
             ))),
         }
     }
@@ -451,10 +455,7 @@ impl MetricsClient for RestMetricsClient {
             // Upstream resolves the preferred version before mapping the kind.
             let mapped = match self.custom_metrics_version().await {
                 Err(e) => Err(e),
-                Ok(_) => {
-                    self.qualified_resource_for_kind(api_version, &group, kind)
-                        .await
-                }
+                Ok(_) => self.qualified_resource_for_kind(&group, kind).await,
             };
             match mapped {
                 Err(e) => Err(e),

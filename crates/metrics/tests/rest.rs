@@ -426,6 +426,8 @@ async fn custom_object_metric() {
     assert_eq!(
         fake.seen(),
         vec![
+            // The custom metrics version, then the RESTMapper's discovery of `apps`.
+            "/apis".to_string(),
             "/apis".to_string(),
             "/apis/apps/v1".to_string(),
             format!("{OBJECT_V2}?metricLabelSelector=queue%3Djobs"),
@@ -433,6 +435,23 @@ async fn custom_object_metric() {
         ],
         "discovery and mapping are cached"
     );
+
+    // The object is mapped by group and kind, in any served version: a describedObject
+    // written with a version the server does not serve still maps to deployments.apps.
+    let old_version = CrossVersionObjectReference {
+        api_version: Some("apps/v1beta1".into()),
+        ..deployment()
+    };
+    let (v, _) = client
+        .get_object_metric(
+            "queue_depth",
+            "default",
+            &old_version,
+            &Selector::everything(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v, 12_000_000);
 
     fake.json(OBJECT_V2, "custom-v1beta2-two-objects.json");
     let err = client

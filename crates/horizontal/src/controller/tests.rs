@@ -1,0 +1,283 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hpa_config::VirtualClock;
+use k8s_openapi::api::autoscaling::v1::{Scale, ScaleSpec, ScaleStatus};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
+};
+use kube::api::ObjectMeta;
+use kube::runtime::watcher;
+
+use super::*;
+use crate::caches::run_hpa_informer;
+use crate::scale_client::{ResourceMapping, ScaleError};
+
+/// An API server that answers every request with a 503 `Status` (status and event writes
+/// fail at once, without retries).
+fn unavailable_client() -> kube::Client {
+    let service = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": "unavailable", "reason": "ServiceUnavailable", "code": 503
+        }))
+        .unwrap();
+        Ok::<_, std::convert::Infallible>(
+            http::Response::builder()
+                .status(503)
+                .header("content-type", "application/json")
+                .body(kube::client::Body::from(body))
+                .unwrap(),
+        )
+    });
+    kube::Client::new(service, "default")
+}
+
+/// Every target is a Deployment with 3 replicas; updates succeed.
+struct ThreeReplicas;
+
+#[async_trait::async_trait]
+impl ScaleClient for ThreeReplicas {
+    async fn rest_mappings(
+        &self,
+        _group: &str,
+        _kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        Ok(vec![ResourceMapping {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            namespaced: true,
+        }])
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        _mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        Ok(Scale {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+            spec: Some(ScaleSpec { replicas: Some(3) }),
+            status: Some(ScaleStatus {
+                replicas: 3,
+                selector: Some("app=web".into()),
+            }),
+        })
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        Ok(scale.clone())
+    }
+}
+
+fn hpa(i: usize) -> HorizontalPodAutoscaler {
+    HorizontalPodAutoscaler {
+        metadata: ObjectMeta {
+            namespace: Some(format!("ns-{}", i % 7)),
+            name: Some(format!("hpa-{i}")),
+            uid: Some(format!("uid-{i}")),
+            resource_version: Some("1".into()),
+            ..Default::default()
+        },
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name: format!("web-{i}"),
+            },
+            min_replicas: Some(1),
+            max_replicas: 2,
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct Sizes {
+    state: usize,
+    selectors: usize,
+    selector_namespaces: usize,
+    last_decisions: usize,
+    queued: usize,
+    waiting: usize,
+    series: usize,
+    num_hpas: f64,
+    events_pending: usize,
+}
+
+fn sizes(c: &HorizontalController) -> Sizes {
+    let inner = &c.inner;
+    Sizes {
+        state: inner.state.entries(),
+        selectors: inner.selectors.len(),
+        selector_namespaces: inner.selectors.namespaces(),
+        last_decisions: inner.last_decisions.len(),
+        queued: inner.queue.queue().len(),
+        waiting: inner.queue.waiting_len(),
+        series: inner.monitor.per_hpa_series(),
+        num_hpas: inner.monitor.num_hpas(),
+        events_pending: inner.recorder.pending(),
+    }
+}
+
+/// Lets the spawned tasks run until `done` holds (a bounded number of scheduler turns; the
+/// clock is paused, so nothing here waits on time).
+async fn settle(done: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("did not settle");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
+    const N: usize = 1000;
+    let registry = prometheus::Registry::new();
+    let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+    let options = hpa_config::Options::from_flag_map(&Default::default())
+        .unwrap()
+        .options;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(clock),
+        registry: registry.clone(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let period = controller.inner.config.sync_period();
+
+    // The informers, fed from a channel instead of a watch.
+    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
+    writers.pods.apply(watcher::Event::Init);
+    writers.pods.apply(watcher::Event::InitDone);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, period));
+    tx.send(Ok(watcher::Event::Init)).unwrap();
+    tx.send(Ok(watcher::Event::InitDone)).unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = {
+        let c = controller.clone();
+        tokio::spawn(async move {
+            c.run(2, async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    let before = sizes(&controller);
+
+    for i in 0..N {
+        tx.send(Ok(watcher::Event::Apply(hpa(i)))).unwrap();
+    }
+    settle(|| controller.inner.selectors.len() == N).await;
+    // One sync period later every HPA has been reconciled (and scaled from 3 to 2).
+    tokio::time::sleep(period + Duration::from_millis(1)).await;
+    settle(|| controller.inner.last_decisions.len() == N).await;
+    let during = sizes(&controller);
+    assert_eq!(during.selectors, N);
+    assert_eq!(during.selector_namespaces, 7);
+    assert_eq!(during.series, N);
+    assert_eq!(during.num_hpas, N as f64);
+    assert!(during.state >= N, "{during:?}");
+    controller.recorder().wait_idle().await;
+    assert!(controller.recorder().correlator_sizes().observations > 0);
+
+    for i in 0..N {
+        tx.send(Ok(watcher::Event::Delete(hpa(i)))).unwrap();
+    }
+    // The next pass of each key finds it gone and forgets it.
+    tokio::time::sleep(period + Duration::from_millis(1)).await;
+    settle(|| controller.inner.last_decisions.is_empty()).await;
+    // Further resyncs and sync periods bring nothing back.
+    tokio::time::sleep(period * 3).await;
+    controller.recorder().wait_idle().await;
+    assert_eq!(sizes(&controller), before);
+    // The correlator forgets nothing client-go remembers, but stays within its LRU bound.
+    let c = controller.recorder().correlator_sizes();
+    assert!(c.aggregates <= crate::recorder::MAX_LRU_CACHE_ENTRIES);
+    assert!(c.observations <= crate::recorder::MAX_LRU_CACHE_ENTRIES);
+    assert!(c.spam <= crate::recorder::MAX_LRU_CACHE_ENTRIES);
+    // No per-HPA series is left in what the registry exposes.
+    let exposed = registry
+        .gather()
+        .iter()
+        .filter(|f| f.name().ends_with("desired_replicas"))
+        .map(|f| f.get_metric().len())
+        .sum::<usize>();
+    assert_eq!(exposed, 0);
+
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    informer.abort();
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
+    let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
+    let options = hpa_config::Options::from_flag_map(&Default::default())
+        .unwrap()
+        .options;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(clock),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let period = controller.inner.config.sync_period();
+    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, period));
+    for e in [
+        watcher::Event::Init,
+        watcher::Event::InitApply(hpa(0)),
+        watcher::Event::InitApply(hpa(1)),
+        watcher::Event::InitDone,
+    ] {
+        tx.send(Ok(e)).unwrap();
+    }
+    tokio::time::sleep(period - Duration::from_millis(1)).await;
+    assert_eq!(controller.inner.selectors.len(), 2);
+    // The deletion is delivered at the instant the resync is due; resyncs keep coming.
+    tx.send(Ok(watcher::Event::Delete(hpa(0)))).unwrap();
+    tokio::time::sleep(period * 4).await;
+    let gone = crate::state::HpaKey::new("ns-0", "hpa-0");
+    let kept = crate::state::HpaKey::new("ns-1", "hpa-1");
+    assert!(!controller.inner.selectors.contains(&gone));
+    assert!(controller.inner.selectors.contains(&kept));
+    assert_eq!(controller.inner.monitor.num_hpas(), 1.0);
+    informer.abort();
+}
