@@ -1,7 +1,7 @@
 //! `hpactl`: tools around kube-hpa-controller's recorded scenarios.
 //!
 //! No upstream counterpart. `replay` runs (or with `--check` only validates) scenario files
-//! of `fixture-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
+//! of `docs/scenario-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
 //! HTTP on loopback for the real controller binary and `kubectl`; `demo` runs the real
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
 //! or another scenario) and prints one line per decision.
