@@ -103,7 +103,8 @@ enum Command {
         /// The kube-hpa-controller binary to run (default: the controller in-process).
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
-        /// Where the binary's output goes (default: discarded).
+        /// Where the binary's output goes (default: hpactl-bench-PID.controller.log in the
+        /// temporary directory).
         #[arg(long, value_name = "FILE")]
         controller_log: Option<PathBuf>,
         /// Measure the fixture server alone (scale GETs and PodMetrics LISTs per second over
@@ -578,6 +579,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>
             rows.push((prefix.to_string(), text));
         }
         serde_json::Value::Null => rows.push((prefix.to_string(), "-".into())),
+        serde_json::Value::String(text) => rows.push((prefix.to_string(), text.clone())),
         other => rows.push((prefix.to_string(), other.to_string())),
     }
 }
