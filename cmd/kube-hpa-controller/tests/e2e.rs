@@ -220,7 +220,8 @@ impl Fixture {
     async fn start(dir: &Scratch) -> Fixture {
         let kubeconfig = dir.path("kubeconfig");
         let mut cmd = Command::new(hpactl());
-        cmd.env("NO_COLOR", "1");
+        // No NO_COLOR: the server must itself write no colour codes to a file.
+        cmd.env_remove("NO_COLOR");
         cmd.arg("serve")
             .arg(SCENARIO)
             .args(["--addr", "127.0.0.1:0", "--kubeconfig-out"])
@@ -793,8 +794,11 @@ async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_
     ] {
         assert!(events.contains(&expected), "{expected} in {events:?}");
     }
-    // klog lines carry no colour codes in a file.
+    // Log lines carry no colour codes in a file: klog's, and `hpactl serve`'s.
     assert!(!a.proc.log().contains('\u{1b}'), "{}", a.proc.log());
+    let served = fixture._server.log();
+    assert!(served.contains("serving scenario"), "{served}");
+    assert!(!served.contains('\u{1b}'), "{served}");
 }
 
 /// A leader frozen (SIGSTOP) past its renew deadline while a standby takes over writes
