@@ -108,6 +108,8 @@ pub struct MetricProposal {
     pub metric_name: String,
     /// The metric's timestamp (`None` is Go's zero time).
     pub timestamp: Option<Timestamp>,
+    /// How the calculator reached the count (usage ratio, pods counted, values read).
+    pub detail: Option<hpa_replica_calculator::CalculationDetail>,
 }
 
 /// One metric's failure.
@@ -951,6 +953,7 @@ mod tests {
                 replicas,
                 metric_name: name.into(),
                 timestamp: Some(now()),
+                detail: None,
             }),
         }
     }
@@ -1129,7 +1132,10 @@ mod tests {
             "cpu resource utilization (percentage of request) above target"
         );
         assert_eq!((d.desired_replicas, d.rescale), (6, true));
-        assert_eq!(d.normalization.unwrap().limit, LimitReason::ScaleUpLimit);
+        assert_eq!(
+            d.normalization.as_ref().unwrap().limit,
+            LimitReason::ScaleUpLimit
+        );
         let text = d.explain();
         assert!(
             text.contains(

@@ -131,6 +131,9 @@ impl Inner {
             tracing::info!(HPA = key, "Horizontal Pod Autoscaler has been deleted");
             self.state.forget(key);
             self.last_decisions.remove(key);
+            self.traces.forget(key);
+            self.shadow.forget(key);
+            self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
             return (true, Ok(()));
         };
@@ -283,10 +286,15 @@ impl Inner {
         self.last_decisions.insert(key.to_owned(), decision.clone());
         // Events emitted while computing (selector, per-metric failures).
         for e in &decision.events {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
 
-        let rescale = if decision.rescale {
+        let shadow = self.config.shadow;
+        let rescale = if decision.rescale && shadow {
+            // Shadow mode writes nothing; the decision is rendered as the active controller
+            // renders it after a successful write, so that the two can be compared.
+            RescaleResult::Succeeded
+        } else if decision.rescale {
             match self
                 .update_scale_on_conflict(&namespace, &mapping, scale, decision.desired_replicas)
                 .await
@@ -300,9 +308,51 @@ impl Inner {
         let rescale_failed = matches!(rescale, RescaleResult::Failed(_));
         let outcome = decision.complete(&self.state, &original, rescale.clone());
         for e in outcome.events.iter().skip(decision.events.len()) {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
-        if rescale == RescaleResult::Succeeded {
+        let trace = crate::trace::DecisionTrace::new(
+            &decision,
+            &outcome,
+            crate::trace::TraceContext {
+                hpa: &hpa,
+                status_replicas,
+                rescale: &rescale,
+                shadow,
+            },
+        );
+        self.explain_metrics.observe_trace(&trace);
+        if shadow {
+            let our_target = if decision.rescale {
+                decision.desired_replicas
+            } else {
+                current
+            };
+            let mut comparison =
+                crate::shadow::compare(key, now, &original, current, &outcome.status, our_target);
+            self.explain_metrics.observe_shadow(&comparison);
+            match comparison.result {
+                crate::shadow::ShadowResult::Differ => {
+                    comparison.trace = Some(trace.clone());
+                    tracing::warn!(
+                        HPA = key,
+                        ours = ?comparison.ours,
+                        theirs = ?comparison.theirs,
+                        trace = %serde_json::to_string(&trace).unwrap_or_default(),
+                        "shadow: decision differs from the active controller's: {}",
+                        comparison.summary
+                    );
+                }
+                crate::shadow::ShadowResult::Agree => {
+                    tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
+                }
+                crate::shadow::ShadowResult::Pending => {
+                    tracing::debug!(HPA = key, "shadow: not compared: {}", comparison.summary);
+                }
+            }
+            self.shadow.record(comparison);
+        }
+        self.traces.record(trace);
+        if rescale == RescaleResult::Succeeded && !shadow {
             tracing::info!(
                 HPA = key,
                 currentReplicas = current,
@@ -318,13 +368,13 @@ impl Inner {
             .observe_desired_replicas(&namespace, &name, outcome.desired_replicas);
 
         hpa.status = Some(outcome.status.clone());
-        let status_result = if outcome.status_changed {
+        let status_result = if outcome.status_changed && !shadow {
             self.update_status(&hpa).await
         } else {
             Ok(())
         };
         for e in &outcome.events_after_status {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
         let replaces = decision.failure.is_none() && !rescale_failed;
         let result = match status_result {
@@ -350,7 +400,7 @@ impl Inner {
         err: &str,
         now: Timestamp,
     ) {
-        self.recorder.record(
+        self.record_event(
             hpa,
             &HpaEvent::FailedGetScale {
                 err: err.to_owned(),
@@ -366,8 +416,18 @@ impl Inner {
         );
         let changed = !status_semantically_equal(original, &status);
         hpa.status = Some(status);
-        if changed && let Err(e) = self.update_status(hpa).await {
+        if changed
+            && !self.config.shadow
+            && let Err(e) = self.update_status(hpa).await
+        {
             tracing::error!(error = %e, "updating status");
+        }
+    }
+
+    /// Emit an event, unless in shadow mode (which writes nothing).
+    fn record_event(&self, hpa: &HorizontalPodAutoscaler, event: &HpaEvent) {
+        if !self.config.shadow {
+            self.recorder.record(hpa, event);
         }
     }
 
@@ -593,6 +653,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name: metric_names::object(&src.described_object.kind, &src.metric.name),
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         if target.type_ == "AverageValue"
@@ -640,6 +701,7 @@ impl Inner {
                     self.config.selector_style,
                 ),
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         let e = "invalid object metric source: neither a value target nor an average value target was set";
@@ -698,6 +760,7 @@ impl Inner {
             replicas: r.replica_count,
             metric_name: metric_names::pods(&src.metric.name),
             timestamp: r.timestamp,
+            detail: Some(r.detail),
         })
     }
 
@@ -778,6 +841,7 @@ impl Inner {
                     replicas: r.replica_count,
                     metric_name: metric_names::resource(resource),
                     timestamp: r.timestamp,
+                    detail: Some(r.detail),
                 },
             )
         } else if let Some(u) = target.average_utilization {
@@ -816,6 +880,7 @@ impl Inner {
                         metric_names::resource_utilization(resource)
                     },
                     timestamp: Some(r.timestamp),
+                    detail: Some(r.detail),
                 },
             )
         } else {
@@ -898,6 +963,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name,
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         if let Some(v) = &src.target.value {
@@ -935,6 +1001,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name,
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         let e = "invalid external metric source: neither a value target nor an average value target was set";
