@@ -21,6 +21,7 @@ pub mod conditions;
 pub mod controller;
 pub mod decision;
 pub mod events;
+pub mod explain;
 pub mod explain_metrics;
 pub mod gofmt;
 pub mod monitor;

@@ -321,23 +321,23 @@ impl Inner {
             },
         );
         self.explain_metrics.observe_trace(&trace);
+        self.traces.record(trace);
         if shadow {
-            let our_target = if decision.rescale {
-                decision.desired_replicas
-            } else {
-                current
-            };
-            let mut comparison =
-                crate::shadow::compare(key, now, &original, current, &outcome.status, our_target);
+            let ours = self.traces.get(key);
+            let comparison = crate::shadow::compare(key, now, &original, current, &ours);
             self.explain_metrics.observe_shadow(&comparison);
             match comparison.result {
                 crate::shadow::ShadowResult::Differ => {
-                    comparison.trace = Some(trace.clone());
+                    let trace = comparison
+                        .trace
+                        .as_ref()
+                        .and_then(|t| serde_json::to_string(t).ok())
+                        .unwrap_or_default();
                     tracing::warn!(
                         HPA = key,
                         ours = ?comparison.ours,
                         theirs = ?comparison.theirs,
-                        trace = %serde_json::to_string(&trace).unwrap_or_default(),
+                        trace = %trace,
                         "shadow: decision differs from the active controller's: {}",
                         comparison.summary
                     );
@@ -346,12 +346,11 @@ impl Inner {
                     tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
                 }
                 crate::shadow::ShadowResult::Pending => {
-                    tracing::debug!(HPA = key, "shadow: not compared: {}", comparison.summary);
+                    tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
                 }
             }
             self.shadow.record(comparison);
         }
-        self.traces.record(trace);
         if rescale == RescaleResult::Succeeded && !shadow {
             tracing::info!(
                 HPA = key,

@@ -355,7 +355,7 @@ fn metric_target(spec: &MetricSpec) -> Option<MetricTarget> {
         .or_else(|| spec.external.as_ref().map(|r| r.target.clone()))
 }
 
-fn metric_current(status: &MetricStatus) -> Option<MetricValueStatus> {
+pub(crate) fn metric_current(status: &MetricStatus) -> Option<MetricValueStatus> {
     status
         .resource
         .as_ref()
@@ -673,3 +673,6 @@ impl TraceStore {
         self.traces.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests;
