@@ -20,6 +20,8 @@ use hpa_fixtures::demo::{self, DemoConfig, GoDuration};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
+mod explain;
+
 /// Command-line interface.
 #[derive(Debug, Parser)]
 #[command(
@@ -68,6 +70,10 @@ enum Command {
         #[arg(long, value_name = "DURATION")]
         sync_period: Option<GoDuration>,
     },
+    /// Show why an HPA scaled (or did not): its last decisions from a running controller
+    /// (--controller), or one computed now on the cluster (no history). Installed as
+    /// `kubectl-hpa_explain`, this is `kubectl hpa-explain NAMESPACE/NAME`.
+    Explain(explain::ExplainArgs),
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
@@ -77,7 +83,7 @@ const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml"
 const EXIT_INVALID: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(explain::plugin_args(std::env::args_os()));
     match cli.command {
         Command::Replay { check, paths } => replay(check, &paths),
         Command::Serve {
@@ -90,6 +96,7 @@ fn main() -> ExitCode {
             speed,
             sync_period,
         } => run_demo(scenario.as_deref(), DemoConfig { speed, sync_period }),
+        Command::Explain(args) => explain::run(args),
     }
 }
 
