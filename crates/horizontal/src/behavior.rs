@@ -240,6 +240,9 @@ pub struct PolicyLimit {
     /// The replica count this policy allows (`None` for an unknown policy type, which
     /// leaves upstream's running value unchanged).
     pub limit: Option<i32>,
+    /// Whether `selectPolicy` picked this policy's limit (the first one giving the combined
+    /// limit).
+    pub selected: bool,
 }
 
 /// Upstream `calculateScaleUpLimitWithScalingRules`: for each policy, the replicas at the
@@ -271,6 +274,7 @@ pub fn scale_up_limit_with_policies(
         SelectPolicy::Max => (i32::MIN, i32::max),
     };
     let mut limits = Vec::with_capacity(rules.policies.len());
+    let mut selected: Option<usize> = None;
     let mut proposed = 0i32;
     for policy in &rules.policies {
         let start = period_start(current, policy.period_seconds, up_events, down_events, now);
@@ -288,8 +292,16 @@ pub fn scale_up_limit_with_policies(
             policy: policy.clone(),
             period_start: start,
             limit: own,
+            selected: false,
         });
-        result = pick(result, proposed);
+        let next = pick(result, proposed);
+        if next != result || selected.is_none() {
+            selected = Some(limits.len() - 1);
+        }
+        result = next;
+    }
+    if let Some(p) = selected.and_then(|i| limits.get_mut(i)) {
+        p.selected = true;
     }
     (result, limits)
 }
@@ -322,6 +334,7 @@ pub fn scale_down_limit_with_policies(
         SelectPolicy::Max => (i32::MAX, i32::min),
     };
     let mut limits = Vec::with_capacity(rules.policies.len());
+    let mut selected: Option<usize> = None;
     let mut proposed = 0i32;
     for policy in &rules.policies {
         let start = period_start(current, policy.period_seconds, up_events, down_events, now);
@@ -339,8 +352,16 @@ pub fn scale_down_limit_with_policies(
             policy: policy.clone(),
             period_start: start,
             limit: own,
+            selected: false,
         });
-        result = pick(result, proposed);
+        let next = pick(result, proposed);
+        if next != result || selected.is_none() {
+            selected = Some(limits.len() - 1);
+        }
+        result = next;
+    }
+    if let Some(p) = selected.and_then(|i| limits.get_mut(i)) {
+        p.selected = true;
     }
     (result, limits)
 }

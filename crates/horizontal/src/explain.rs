@@ -283,12 +283,13 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
             for p in &rl.policies {
                 let _ = writeln!(
                     s,
-                    "    {} {} per {}s: {} replicas at the period's start -> at most {}",
+                    "    {} {} per {}s: {} replicas at the period's start -> at most {}{}",
                     p.type_,
                     p.value,
                     p.period_seconds,
                     p.period_start,
-                    p.limit.map_or_else(|| "n/a".to_owned(), |l| l.to_string())
+                    p.limit.map_or_else(|| "n/a".to_owned(), |l| l.to_string()),
+                    if p.selected { "  <- selected" } else { "" }
                 );
             }
             if let Some(l) = rl.limit {

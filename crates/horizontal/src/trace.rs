@@ -239,6 +239,9 @@ pub struct PolicyTrace {
     pub period_start: i32,
     /// The count the policy allows.
     pub limit: Option<i32>,
+    /// Whether `selectPolicy` picked this policy (its limit is the combined one).
+    #[serde(default)]
+    pub selected: bool,
 }
 
 /// The rate limit step.
@@ -522,6 +525,7 @@ impl DecisionTrace {
                             period_seconds: p.policy.period_seconds,
                             period_start: p.period_start,
                             limit: p.limit,
+                            selected: p.selected,
                         })
                         .collect(),
                     limit: n.rate_limit,

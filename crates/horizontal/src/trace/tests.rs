@@ -367,6 +367,9 @@ fn each_behavior_policy_limit_and_the_binding_one() {
         vec![("Pods".into(), Some(12)), ("Percent".into(), Some(15))]
     );
     assert_eq!(rl.limit, Some(12));
+    // Min picks the Pods policy: it is the one that bound the result.
+    let selected: Vec<bool> = rl.policies.iter().map(|p| p.selected).collect();
+    assert_eq!(selected, vec![true, false]);
     assert_eq!(t.clamp.bound_by.as_deref(), Some("ScaleUpLimit"));
     assert_eq!(t.desired_replicas, 12);
 
