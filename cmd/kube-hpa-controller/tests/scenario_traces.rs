@@ -247,6 +247,18 @@ async fn traces_of_every_scenario_agree_with_upstream_and_cover_every_branch() {
                 seen.insert(format!("error {}", e.reason));
             }
             if let Some(p) = &m.pods {
+                // Every pod not counted as ready says why, in the calculator's words.
+                for note in p.unready.iter().chain(&p.missing).chain(&p.ignored) {
+                    assert!(
+                        ![
+                            hpa_horizontal::trace::WHY_UNREADY,
+                            hpa_horizontal::trace::WHY_IGNORED
+                        ]
+                        .contains(&note.why.as_str()),
+                        "{}: {note:?}",
+                        t.hpa
+                    );
+                }
                 if !p.unready.is_empty() {
                     seen.insert("pods unready".into());
                 }

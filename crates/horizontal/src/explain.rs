@@ -59,12 +59,20 @@ fn current_text(c: &MetricValueStatus) -> String {
     }
 }
 
+/// `a, b (why); c (other why)`: pod names grouped by their reason, in order.
 fn names(notes: &[crate::trace::PodNote]) -> String {
-    notes
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for n in notes {
+        match groups.iter_mut().find(|(why, _)| *why == n.why) {
+            Some((_, names)) => names.push(&n.name),
+            None => groups.push((&n.why, vec![&n.name])),
+        }
+    }
+    groups
         .iter()
-        .map(|n| n.name.as_str())
+        .map(|(why, names)| format!("{} ({why})", names.join(", ")))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("; ")
 }
 
 /// Render `trace` for a terminal. `position` is `(index, count)` of the trace among the
@@ -164,9 +172,8 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
                         ("missing", &p.missing),
                         ("ignored", &p.ignored),
                     ] {
-                        if let Some(first) = notes.first() {
-                            let _ =
-                                writeln!(s, "        {label}: {} ({})", names(notes), first.why);
+                        if !notes.is_empty() {
+                            let _ = writeln!(s, "        {label}: {}", names(notes));
                         }
                     }
                 }

@@ -24,10 +24,10 @@ pub const TRACE_VERSION: &str = "hpa.trace/v1";
 /// How many decisions are kept per HPA.
 pub const TRACES_PER_HPA: usize = 10;
 
-/// Why an unready pod's sample was not counted as is.
+/// Why an unready pod's sample was not counted as is, when the calculator did not say.
 pub const WHY_UNREADY: &str = "Pending, or (cpu only) its sample is not trusted yet: not Ready, or started within --horizontal-pod-autoscaler-cpu-initialization-period without a full metric window since it became Ready";
-/// Why a missing pod was filled in.
-pub const WHY_MISSING: &str = "no metric sample for this pod";
+/// Why a missing pod was filled in (its only reason).
+pub const WHY_MISSING: &str = hpa_replica_calculator::group_pods::WHY_NO_SAMPLE;
 /// Why an ignored pod was left out.
 pub const WHY_IGNORED: &str = "being deleted, or Failed";
 
@@ -374,12 +374,16 @@ pub(crate) fn metric_current(status: &MetricStatus) -> Option<MetricValueStatus>
         .or_else(|| status.external.as_ref().map(|r| r.current.clone()))
 }
 
-fn notes<'a>(names: impl IntoIterator<Item = &'a String>, why: &str) -> Vec<PodNote> {
+fn notes<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    reasons: &std::collections::BTreeMap<String, &'static str>,
+    why: &str,
+) -> Vec<PodNote> {
     names
         .into_iter()
         .map(|n| PodNote {
             name: n.clone(),
-            why: why.to_owned(),
+            why: reasons.get(n).copied().unwrap_or(why).to_owned(),
         })
         .collect()
 }
@@ -443,9 +447,9 @@ impl DecisionTrace {
                             t.ready_pods = d.ready_pods;
                             t.pods = d.pods.as_ref().map(|g| PodsTrace {
                                 ready: g.ready_pod_count,
-                                unready: notes(&g.unready_pods, WHY_UNREADY),
-                                missing: notes(&g.missing_pods, WHY_MISSING),
-                                ignored: notes(&g.ignored_pods, WHY_IGNORED),
+                                unready: notes(&g.unready_pods, &g.reasons, WHY_UNREADY),
+                                missing: notes(&g.missing_pods, &g.reasons, WHY_MISSING),
+                                ignored: notes(&g.ignored_pods, &g.reasons, WHY_IGNORED),
                             });
                         }
                         if !m.is_total_failure()

@@ -336,6 +336,7 @@ async fn raw_resource_replicas_pass_the_container_and_apply_cpu_readiness() {
     assert_eq!(got.detail.recomputed_usage_ratio, Some(1.5));
     let pods = got.detail.pods.unwrap();
     assert_eq!(pods.ready_pod_count, 1);
+    assert!(pods.reasons["test-pod-1"].starts_with("cpu: "), "{pods:?}");
     assert_eq!(
         pods.unready_pods.into_iter().collect::<Vec<_>>(),
         vec!["test-pod-1".to_owned()]

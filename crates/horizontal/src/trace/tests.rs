@@ -191,6 +191,9 @@ fn resource_metric_scale_up_records_measurement_pods_and_writes() {
         unready_pods: set(&["web-3"]),
         missing_pods: set(&["web-4"]),
         ignored_pods: set(&["web-5"]),
+        reasons: [("web-5".to_owned(), "being deleted")]
+            .into_iter()
+            .collect(),
     };
     let t = trace_of(
         &state,
@@ -212,7 +215,7 @@ fn resource_metric_scale_up_records_measurement_pods_and_writes() {
     assert_eq!(pods.unready[0].name, "web-3");
     assert_eq!(pods.unready[0].why, WHY_UNREADY);
     assert_eq!(pods.missing[0].why, WHY_MISSING);
-    assert_eq!(pods.ignored[0].why, WHY_IGNORED);
+    assert_eq!(pods.ignored[0].why, "being deleted");
     assert_eq!(m.proposal, Some(4));
     assert_eq!(t.winner.as_ref().unwrap().index, 0);
     assert_eq!(t.prenormalized, Some(4));
