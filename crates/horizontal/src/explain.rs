@@ -162,18 +162,25 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
                     let _ = writeln!(
                         s,
                         "      pods:   {} ready, {} unready, {} missing, {} ignored",
-                        p.ready,
-                        p.unready.len(),
-                        p.missing.len(),
-                        p.ignored.len()
+                        p.ready, p.unready_count, p.missing_count, p.ignored_count
                     );
-                    for (label, notes) in [
-                        ("unready", &p.unready),
-                        ("missing", &p.missing),
-                        ("ignored", &p.ignored),
+                    for (label, notes, count) in [
+                        ("unready", &p.unready, p.unready_count),
+                        ("missing", &p.missing, p.missing_count),
+                        ("ignored", &p.ignored, p.ignored_count),
                     ] {
                         if !notes.is_empty() {
-                            let _ = writeln!(s, "        {label}: {}", names(notes));
+                            let more = count.saturating_sub(notes.len());
+                            let _ = writeln!(
+                                s,
+                                "        {label}: {}{}",
+                                names(notes),
+                                if more > 0 {
+                                    format!(" and {more} more")
+                                } else {
+                                    String::new()
+                                }
+                            );
                         }
                     }
                 }

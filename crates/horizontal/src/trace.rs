@@ -24,6 +24,10 @@ pub const TRACE_VERSION: &str = "hpa.trace/v1";
 /// How many decisions are kept per HPA.
 pub const TRACES_PER_HPA: usize = 10;
 
+/// How many pods of each kind (unready, missing, ignored) a trace names; the counts are
+/// always whole.
+pub const PODS_NAMED: usize = 50;
+
 /// Why an unready pod's sample was not counted as is, when the calculator did not say.
 pub const WHY_UNREADY: &str = "Pending, or (cpu only) its sample is not trusted yet: not Ready, or started within --horizontal-pod-autoscaler-cpu-initialization-period without a full metric window since it became Ready";
 /// Why a missing pod was filled in (its only reason).
@@ -134,6 +138,12 @@ pub struct PodsTrace {
     pub missing: Vec<PodNote>,
     /// Pods left out entirely.
     pub ignored: Vec<PodNote>,
+    /// How many pods were unready (`unready` names at most [`PODS_NAMED`]).
+    pub unready_count: usize,
+    /// How many pods had no sample.
+    pub missing_count: usize,
+    /// How many pods were ignored.
+    pub ignored_count: usize,
 }
 
 /// One metric.
@@ -381,6 +391,7 @@ fn notes<'a>(
 ) -> Vec<PodNote> {
     names
         .into_iter()
+        .take(PODS_NAMED)
         .map(|n| PodNote {
             name: n.clone(),
             why: reasons.get(n).copied().unwrap_or(why).to_owned(),
@@ -450,6 +461,9 @@ impl DecisionTrace {
                                 unready: notes(&g.unready_pods, &g.reasons, WHY_UNREADY),
                                 missing: notes(&g.missing_pods, &g.reasons, WHY_MISSING),
                                 ignored: notes(&g.ignored_pods, &g.reasons, WHY_IGNORED),
+                                unready_count: g.unready_pods.len(),
+                                missing_count: g.missing_pods.len(),
+                                ignored_count: g.ignored_pods.len(),
                             });
                         }
                         if !m.is_total_failure()

@@ -242,6 +242,28 @@ fn resource_metric_scale_up_records_measurement_pods_and_writes() {
 }
 
 #[test]
+fn pod_names_are_bounded_and_counts_whole() {
+    let state = HpaState::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let many: Vec<String> = (0..120).map(|i| format!("web-{i:03}")).collect();
+    let groups = PodGroups {
+        ready_pod_count: 1,
+        missing_pods: many.iter().cloned().collect(),
+        ..Default::default()
+    };
+    let t = trace_of(
+        &state,
+        &h,
+        2,
+        now(),
+        Some(vec![cpu_result(4, 100, 2.0, groups)]),
+    );
+    let p = t.metrics[0].pods.as_ref().unwrap();
+    assert_eq!((p.missing.len(), p.missing_count), (PODS_NAMED, 120));
+    assert!(render_text(&t, None).contains(" and 70 more"));
+}
+
+#[test]
 fn the_largest_metric_wins_and_external_values_are_kept() {
     let state = HpaState::new();
     let h = hpa(1, 20, vec![cpu_spec(50), MetricSpec::default()], None);
