@@ -550,6 +550,10 @@ pub enum RescaleResult {
     Succeeded,
     /// The scale PUT failed with this error text.
     Failed(String),
+    /// Shadow mode: the write was decided and not made. Rendered as a successful write (the
+    /// status and events the active controller writes), but no scale event is stored: the
+    /// shadow records the target's changes as it observes them.
+    Shadowed,
 }
 
 /// The rendered result of one reconcile.
@@ -722,8 +726,9 @@ impl Decision {
         }
 
         let mut action = ActionLabel::None;
+        let written = rescale == RescaleResult::Succeeded;
         let desired = match (self.rescale, rescale) {
-            (true, RescaleResult::Succeeded) => {
+            (true, RescaleResult::Succeeded | RescaleResult::Shadowed) => {
                 set_condition(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::SucceededRescale {
@@ -735,13 +740,15 @@ impl Decision {
                     new_size: self.desired_replicas,
                     reason: self.rescale_reason.clone(),
                 });
-                state.store_scale_event(
-                    &self.key,
-                    self.behavior.as_ref(),
-                    current,
-                    self.desired_replicas,
-                    now,
-                );
+                if written {
+                    state.store_scale_event(
+                        &self.key,
+                        self.behavior.as_ref(),
+                        current,
+                        self.desired_replicas,
+                        now,
+                    );
+                }
                 action = if self.desired_replicas > current {
                     ActionLabel::ScaleUp
                 } else {

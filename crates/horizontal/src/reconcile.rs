@@ -293,7 +293,7 @@ impl Inner {
         let rescale = if decision.rescale && shadow {
             // Shadow mode writes nothing; the decision is rendered as the active controller
             // renders it after a successful write, so that the two can be compared.
-            RescaleResult::Succeeded
+            RescaleResult::Shadowed
         } else if decision.rescale {
             match self
                 .update_scale_on_conflict(&namespace, &mapping, scale, decision.desired_replicas)
@@ -324,6 +324,19 @@ impl Inner {
         self.traces.record(trace);
         if shadow {
             let ours = self.traces.get(key);
+            // The scale events the behavior policies count: the target's changes as this
+            // controller observes them (the active controller's rescales, in effect).
+            if let [.., previous, _] = ours.as_slice()
+                && previous.target.spec_replicas != current
+            {
+                self.state.store_scale_event(
+                    key,
+                    decision.behavior.as_ref(),
+                    previous.target.spec_replicas,
+                    current,
+                    now,
+                );
+            }
             let comparison = crate::shadow::compare(key, now, &original, current, &ours);
             self.explain_metrics.observe_shadow(&comparison);
             match comparison.result {

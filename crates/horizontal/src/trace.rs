@@ -591,6 +591,7 @@ impl DecisionTrace {
                 RescaleResult::NotAttempted => "notAttempted".to_owned(),
                 RescaleResult::Succeeded => "succeeded".to_owned(),
                 RescaleResult::Failed(e) => format!("failed: {e}"),
+                RescaleResult::Shadowed => "shadow".to_owned(),
             }
         };
         DecisionTrace {

@@ -514,3 +514,48 @@ fn store_keeps_ten_per_hpa_and_forgets_deleted_ones() {
     store.forget("default/web");
     assert!(store.is_empty());
 }
+
+#[test]
+fn a_shadowed_rescale_renders_as_written_but_stores_no_scale_event() {
+    let state = HpaState::new();
+    let h = hpa(
+        1,
+        10,
+        vec![cpu_spec(50)],
+        Some(HorizontalPodAutoscalerBehavior::default()),
+    );
+    let metrics =
+        MetricsOutcome::from_results(2, vec![cpu_result(4, 100, 2.0, PodGroups::default())]);
+    let d = decide(
+        &state,
+        &DecisionConfig::default(),
+        DecisionInput {
+            key: "default/web",
+            hpa: &h,
+            current_replicas: 2,
+            now: now(),
+            tolerances: None,
+        },
+        Some(metrics),
+    );
+    let outcome = d.complete(&state, &Default::default(), RescaleResult::Shadowed);
+    assert_eq!(outcome.desired_replicas, 4);
+    assert_eq!(outcome.events[0].reason(), "SuccessfulRescale");
+    assert!(state.scale_up_events("default/web").is_empty());
+    let t = DecisionTrace::new(
+        &d,
+        &outcome,
+        TraceContext {
+            hpa: &h,
+            status_replicas: 2,
+            rescale: &RescaleResult::Shadowed,
+            shadow: true,
+        },
+    );
+    assert_eq!(t.write.scale, "shadow");
+    assert!(render_text(&t, None).contains("scale: 2 -> 4 decided, not written"));
+    // A real write stores it.
+    let outcome = d.complete(&state, &Default::default(), RescaleResult::Succeeded);
+    assert_eq!(outcome.desired_replicas, 4);
+    assert_eq!(state.scale_up_events("default/web").len(), 1);
+}
