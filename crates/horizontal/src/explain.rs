@@ -248,11 +248,23 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
     s.push_str("\nWhat held it back\n");
     let mut held = false;
     if let Some(st) = &trace.stabilization {
-        let _ = writeln!(
-            s,
-            "  stabilization window: scale-up {}s, scale-down {}s",
-            st.up_window_seconds, st.down_window_seconds
-        );
+        let legacy = trace
+            .rate_limit
+            .as_ref()
+            .is_some_and(|r| r.kind == "legacy");
+        if legacy {
+            let _ = writeln!(
+                s,
+                "  stabilization window (no spec.behavior: scale-down only, --horizontal-pod-autoscaler-downscale-stabilization): {}s",
+                st.down_window_seconds
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  stabilization window: scale-up {}s, scale-down {}s",
+                st.up_window_seconds, st.down_window_seconds
+            );
+        }
         for r in &st.recommendations {
             let mut windows = Vec::new();
             if r.in_up_window {

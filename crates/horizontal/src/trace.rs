@@ -492,8 +492,10 @@ impl DecisionTrace {
         let stabilization = n.map(|n| {
             let (up, down) = n.windows_seconds;
             let now = decision.now;
+            // The stabilization functions' own test: a record counts when it is after
+            // `now - window` (the legacy path has no scale-up window).
             let within = |t: Timestamp, secs: i64| {
-                secs > 0 && now.duration_since(t) < jiff::SignedDuration::from_secs(secs)
+                t > crate::recommendations::minus(now, jiff::SignedDuration::from_secs(secs))
             };
             StabilizationTrace {
                 up_window_seconds: up,
@@ -504,7 +506,7 @@ impl DecisionTrace {
                     .map(|r| RecommendationTrace {
                         replicas: r.recommendation,
                         time: r.timestamp,
-                        in_up_window: within(r.timestamp, up),
+                        in_up_window: n.with_behavior && within(r.timestamp, up),
                         in_down_window: within(r.timestamp, down),
                     })
                     .collect(),
