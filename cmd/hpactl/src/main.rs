@@ -4,8 +4,7 @@
 //! of `fixture-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
 //! HTTP on loopback for the real controller binary and `kubectl`; `demo` runs the real
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
-//! or another scenario) and prints one line per decision; `explain` shows why an HPA scaled
-//! (module [`explain`]).
+//! or another scenario) and prints one line per decision.
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
