@@ -81,10 +81,10 @@ impl ExplainMetrics {
         Ok(m)
     }
 
-    /// Set the per-metric series of one decision (replacing the HPA's previous ones).
+    /// Set the per-metric series of one decision, removing those of the HPA's previous decision
+    /// that this one does not have.
     pub fn observe_trace(&self, trace: &DecisionTrace) {
         let (namespace, name) = trace.hpa.split_once('/').unwrap_or(("", &trace.hpa));
-        self.forget_hpa(&trace.hpa);
         let mut labels = Vec::new();
         for (i, m) in trace.metrics.iter().enumerate() {
             let l = [
@@ -95,8 +95,11 @@ impl ExplainMetrics {
                 m.name.clone(),
             ];
             let refs: [&str; 5] = [&l[0], &l[1], &l[2], &l[3], &l[4]];
-            if let Some(p) = m.proposal {
-                self.proposal.with_label_values(&refs).set(f64::from(p));
+            match m.proposal {
+                Some(p) => self.proposal.with_label_values(&refs).set(f64::from(p)),
+                None => {
+                    let _ = self.proposal.remove_label_values(&refs);
+                }
             }
             let won = trace.winner.as_ref().is_some_and(|w| w.index == i);
             self.winner
@@ -104,7 +107,14 @@ impl ExplainMetrics {
                 .set(if won { 1.0 } else { 0.0 });
             labels.push(l);
         }
-        self.series.insert(trace.hpa.clone(), labels);
+        // Series of the previous decision that this one does not have (the spec changed).
+        if let Some(old) = self.series.insert(trace.hpa.clone(), labels.clone()) {
+            for l in old.iter().filter(|l| !labels.contains(l)) {
+                let refs: [&str; 5] = [&l[0], &l[1], &l[2], &l[3], &l[4]];
+                let _ = self.proposal.remove_label_values(&refs);
+                let _ = self.winner.remove_label_values(&refs);
+            }
+        }
     }
 
     /// Count one shadow comparison.
@@ -131,5 +141,70 @@ impl ExplainMetrics {
                 let _ = self.winner.remove_label_values(&refs);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(metrics: &[(&str, Option<i32>)], winner: Option<usize>) -> DecisionTrace {
+        let metrics: Vec<serde_json::Value> = metrics
+            .iter()
+            .map(|(name, p)| {
+                serde_json::json!({"type": "Pods", "name": name, "target": null, "current": null,
+                    "usageRatio": null, "recomputedUsageRatio": null, "withinTolerance": null,
+                    "pods": null, "readyPods": null, "proposal": p, "proposalName": null, "error": null})
+            })
+            .collect();
+        let winner = winner.map(|i| serde_json::json!({"index": i, "name": "", "replicas": 0}));
+        serde_json::from_value(serde_json::json!({
+            "version": crate::trace::TRACE_VERSION, "hpa": "ns/a", "time": "2026-01-01T00:00:00Z",
+            "target": {"reference": "", "specReplicas": 1, "statusReplicas": 1},
+            "minReplicas": 1, "maxReplicas": 10, "branch": "FromMetrics", "tolerance": null,
+            "metrics": metrics, "winner": winner, "metricsError": null, "prenormalized": null,
+            "stabilization": null, "rateLimit": null,
+            "clamp": {"min": 1, "max": 10, "boundBy": null}, "desiredReplicas": 1,
+            "rescale": false, "rescaleReason": "",
+            "write": {"scale": "notAttempted", "statusChanged": false, "shadow": false},
+            "conditions": [], "events": [], "error": null
+        }))
+        .unwrap()
+    }
+
+    fn series(registry: &Registry) -> Vec<String> {
+        let mut out = Vec::new();
+        for f in registry.gather() {
+            for m in f.get_metric() {
+                let labels: Vec<String> = m
+                    .get_label()
+                    .iter()
+                    .map(|l| format!("{}={}", l.name(), l.value()))
+                    .collect();
+                out.push(format!("{} {}", f.name(), labels.join(",")));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn per_hpa_series_follow_the_last_decision_and_go_with_the_hpa() {
+        let registry = Registry::new();
+        let m = ExplainMetrics::register(&registry).unwrap();
+        m.observe_trace(&trace(&[("a", Some(3)), ("b", Some(5))], Some(1)));
+        let s = series(&registry);
+        assert_eq!(s.len(), 4, "{s:?}");
+        assert!(
+            s.iter()
+                .any(|l| l.contains("winning_metric") && l.contains("metric_name=b"))
+        );
+        // The spec lost metric b, and a failed: no proposal series left for either.
+        m.observe_trace(&trace(&[("a", None)], None));
+        let s = series(&registry);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(s[0].starts_with("kube_hpa_controller_winning_metric"));
+        m.forget_hpa("ns/a");
+        assert!(series(&registry).is_empty());
     }
 }
