@@ -294,6 +294,7 @@ async fn traces_of_every_scenario_agree_with_upstream_and_cover_every_branch() {
         "branch AboveMax",
         "branch BelowMin",
         "branch ScalingDisabled",
+        "branch FailedGetScale",
         "metric Resource",
         "metric ContainerResource",
         "metric Pods",

@@ -98,6 +98,17 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
             "  Shadow mode: this controller decided and wrote nothing."
         );
     }
+    if !trace.target.read {
+        let _ = writeln!(
+            s,
+            "Target {}: its scale could not be read; minReplicas {}, maxReplicas {}",
+            trace.target.reference, trace.min_replicas, trace.max_replicas
+        );
+        s.push_str("\nWhat was measured\n  nothing: the reconcile stopped at the scale target\n");
+        s.push_str("\nWhat was written\n  scale: not written\n");
+        write_status_and_events(&mut s, trace);
+        return s;
+    }
     let _ = writeln!(
         s,
         "Target {}: spec.replicas {}, status.replicas {}; minReplicas {}, maxReplicas {}",
@@ -366,6 +377,12 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
     if !trace.rescale_reason.is_empty() {
         let _ = writeln!(s, "  reason: {}", trace.rescale_reason);
     }
+    write_status_and_events(&mut s, trace);
+    s
+}
+
+/// The status, conditions, events and error lines of "What was written".
+fn write_status_and_events(s: &mut String, trace: &DecisionTrace) {
     let _ = writeln!(
         s,
         "  status: {}",
@@ -402,5 +419,4 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
     if let Some(e) = &trace.error {
         let _ = writeln!(s, "  error: {e}");
     }
-    s
 }

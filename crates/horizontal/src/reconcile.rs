@@ -412,12 +412,10 @@ impl Inner {
         err: &str,
         now: Timestamp,
     ) {
-        self.record_event(
-            hpa,
-            &HpaEvent::FailedGetScale {
-                err: err.to_owned(),
-            },
-        );
+        let event = HpaEvent::FailedGetScale {
+            err: err.to_owned(),
+        };
+        self.record_event(hpa, &event);
         let mut status = original.clone();
         set_condition(
             status.conditions.get_or_insert_with(Vec::new),
@@ -427,6 +425,17 @@ impl Inner {
             now,
         );
         let changed = !status_semantically_equal(original, &status);
+        self.traces
+            .record(crate::trace::DecisionTrace::failed_get_scale(
+                &crate::caches::object_key(hpa),
+                hpa,
+                now,
+                err,
+                &status,
+                changed,
+                &event,
+                self.config.shadow,
+            ));
         hpa.status = Some(status);
         if changed
             && !self.config.shadow

@@ -221,13 +221,14 @@ pub fn compare(
         );
     }
     let matched = ours.iter().rev().find(|t| {
-        t.target.spec_replicas == their_side.current_replicas
+        t.target.read
+            && t.target.spec_replicas == their_side.current_replicas
             && same_metrics(&our_metrics(t), &their_values)
     });
     let Some(matched) = matched else {
         let replicas_seen = ours
             .iter()
-            .any(|t| t.target.spec_replicas == their_side.current_replicas);
+            .any(|t| t.target.read && t.target.spec_replicas == their_side.current_replicas);
         return if replicas_seen {
             pending(
                 PendingReason::MetricsChanged,

@@ -56,7 +56,7 @@ pub struct DecisionTrace {
     /// `spec.maxReplicas`.
     pub max_replicas: i32,
     /// Which path the reconcile took: `ScalingDisabled`, `AboveMax`, `BelowMin`,
-    /// `FromMetrics`.
+    /// `FromMetrics`, or `FailedGetScale` (stopped before deciding).
     pub branch: String,
     /// The tolerance band the metrics were computed with.
     pub tolerance: Option<ToleranceTrace>,
@@ -100,6 +100,14 @@ pub struct TargetTrace {
     pub spec_replicas: i32,
     /// `scale.status.replicas`.
     pub status_replicas: i32,
+    /// Whether the scale subresource was read (`false` on the `FailedGetScale` path, where
+    /// the replica counts mean nothing).
+    #[serde(default = "read_default")]
+    pub read: bool,
+}
+
+fn read_default() -> bool {
+    true
 }
 
 /// The tolerance band: a usage ratio inside `[low, high]` keeps the current count.
@@ -605,6 +613,7 @@ impl DecisionTrace {
                 reference: decision.reference.clone(),
                 spec_replicas: decision.current_replicas,
                 status_replicas: ctx.status_replicas,
+                read: true,
             },
             min_replicas: decision.min_replicas,
             max_replicas: decision.max_replicas,
@@ -632,6 +641,79 @@ impl DecisionTrace {
             conditions,
             events,
             error: outcome.error.clone(),
+        }
+    }
+}
+
+impl DecisionTrace {
+    /// The trace of a reconcile that stopped at the scale target (upstream's
+    /// `FailedGetScale`: bad `apiVersion`, unknown kind, scale GET failed). No decision was
+    /// made; `status` is the status with the `AbleToScale=False FailedGetScale` condition set,
+    /// and `event` the Warning emitted, as the reconcile rendered them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn failed_get_scale(
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        now: Timestamp,
+        err: &str,
+        status: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+        status_changed: bool,
+        event: &crate::events::HpaEvent,
+        shadow: bool,
+    ) -> Self {
+        let min = crate::decision::min_replicas(hpa);
+        let max = crate::decision::max_replicas(hpa);
+        DecisionTrace {
+            version: TRACE_VERSION.to_owned(),
+            hpa: key.to_owned(),
+            time: now,
+            without_history: false,
+            target: TargetTrace {
+                reference: crate::decision::scale_target_reference(hpa),
+                spec_replicas: 0,
+                status_replicas: 0,
+                read: false,
+            },
+            min_replicas: min,
+            max_replicas: max,
+            branch: "FailedGetScale".to_owned(),
+            tolerance: None,
+            metrics: Vec::new(),
+            winner: None,
+            metrics_error: None,
+            prenormalized: None,
+            stabilization: None,
+            rate_limit: None,
+            clamp: ClampTrace {
+                min,
+                max,
+                bound_by: None,
+            },
+            desired_replicas: status.desired_replicas,
+            rescale: false,
+            rescale_reason: String::new(),
+            write: WriteTrace {
+                scale: "notAttempted".to_owned(),
+                status_changed,
+                shadow,
+            },
+            conditions: status
+                .conditions
+                .iter()
+                .flatten()
+                .map(|c| ConditionTrace {
+                    type_: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: c.reason.clone().unwrap_or_default(),
+                    message: c.message.clone().unwrap_or_default(),
+                })
+                .collect(),
+            events: vec![EventTrace {
+                type_: event.event_type().as_str().to_owned(),
+                reason: event.reason().to_owned(),
+                message: event.message(),
+            }],
+            error: Some(err.to_owned()),
         }
     }
 }

@@ -559,3 +559,35 @@ fn a_shadowed_rescale_renders_as_written_but_stores_no_scale_event() {
     assert_eq!(outcome.desired_replicas, 4);
     assert_eq!(state.scale_up_events("default/web").len(), 1);
 }
+
+#[test]
+fn a_scale_target_that_cannot_be_read_is_traced() {
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let mut status = k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus::default();
+    let err = "deployments.apps \"web\" not found";
+    crate::conditions::set_condition(
+        status.conditions.get_or_insert_with(Vec::new),
+        &crate::conditions::HpaCondition::FailedGetScale { err: err.into() },
+        now(),
+    );
+    let event = crate::events::HpaEvent::FailedGetScale { err: err.into() };
+    let t = DecisionTrace::failed_get_scale(
+        "default/web",
+        &h,
+        now(),
+        err,
+        &status,
+        true,
+        &event,
+        false,
+    );
+    assert_eq!(t.branch, "FailedGetScale");
+    assert!(!t.target.read);
+    assert_eq!(t.conditions[0].reason, "FailedGetScale");
+    assert_eq!(t.events[0].reason, "FailedGetScale");
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(serde_json::from_str::<DecisionTrace>(&json).unwrap(), t);
+    let text = render_text(&t, None);
+    assert!(text.contains("its scale could not be read"), "{text}");
+    assert!(text.contains("event Warning FailedGetScale"), "{text}");
+}
