@@ -253,6 +253,9 @@ impl Inner {
         });
         let calc_tolerances = Tolerances::new(tolerances.scale_down, tolerances.scale_up);
 
+        if self.config.shadow {
+            self.observe_target_change(key, &hpa, current, now);
+        }
         let branch = Branch::classify(current, min_replicas(&hpa), max_replicas(&hpa));
         let metrics = if branch.needs_metrics() {
             Some(
@@ -323,46 +326,7 @@ impl Inner {
         self.explain_metrics.observe_trace(&trace);
         self.traces.record(trace);
         if shadow {
-            let ours = self.traces.get(key);
-            // The scale events the behavior policies count: the target's changes as this
-            // controller observes them (the active controller's rescales, in effect).
-            if let [.., previous, _] = ours.as_slice()
-                && previous.target.spec_replicas != current
-            {
-                self.state.store_scale_event(
-                    key,
-                    decision.behavior.as_ref(),
-                    previous.target.spec_replicas,
-                    current,
-                    now,
-                );
-            }
-            let comparison = crate::shadow::compare(key, now, &original, current, &ours);
-            self.explain_metrics.observe_shadow(&comparison);
-            match comparison.result {
-                crate::shadow::ShadowResult::Differ => {
-                    let trace = comparison
-                        .trace
-                        .as_ref()
-                        .and_then(|t| serde_json::to_string(t).ok())
-                        .unwrap_or_default();
-                    tracing::warn!(
-                        HPA = key,
-                        ours = ?comparison.ours,
-                        theirs = ?comparison.theirs,
-                        trace = %trace,
-                        "shadow: decision differs from the active controller's: {}",
-                        comparison.summary
-                    );
-                }
-                crate::shadow::ShadowResult::Agree => {
-                    tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
-                }
-                crate::shadow::ShadowResult::Pending => {
-                    tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
-                }
-            }
-            self.shadow.record(comparison);
+            self.compare_with_active(key, now, &original, current);
         }
         if rescale == RescaleResult::Succeeded && !shadow {
             tracing::info!(
@@ -443,6 +407,79 @@ impl Inner {
         {
             tracing::error!(error = %e, "updating status");
         }
+    }
+
+    /// Shadow mode: the scale events the behavior policies count are the target's changes as
+    /// this controller observes them between its decisions (the active controller's
+    /// rescales, in effect), stored before deciding as upstream stores its own before its
+    /// next decision. (This controller's own rescales are never written.)
+    fn observe_target_change(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        current: i32,
+        now: Timestamp,
+    ) {
+        let Some(previous) = self.traces.latest_of(key).filter(|t| t.target.read) else {
+            return;
+        };
+        if previous.target.spec_replicas == current {
+            return;
+        }
+        let behavior = hpa
+            .spec
+            .as_ref()
+            .and_then(|s| s.behavior.as_ref())
+            .map(|b| {
+                crate::behavior::EffectiveBehavior::new(
+                    b,
+                    self.decision_config.downscale_stabilization_window,
+                )
+            });
+        self.state.store_scale_event(
+            key,
+            behavior.as_ref(),
+            previous.target.spec_replicas,
+            current,
+            now,
+        );
+    }
+
+    /// Shadow mode: compare the decisions kept for `key` with the status the active
+    /// controller last wrote (`theirs`, as read before this reconcile), count and keep the
+    /// result, and log a difference with both sides and the trace.
+    fn compare_with_active(
+        &self,
+        key: &str,
+        now: Timestamp,
+        theirs: &HorizontalPodAutoscalerStatus,
+        target_now: i32,
+    ) {
+        use crate::shadow::ShadowResult;
+        let ours = self.traces.get(key);
+        let comparison = crate::shadow::compare(key, now, theirs, target_now, &ours);
+        self.explain_metrics.observe_shadow(&comparison);
+        match comparison.result {
+            ShadowResult::Differ => {
+                let trace = comparison
+                    .trace
+                    .as_ref()
+                    .and_then(|t| serde_json::to_string(t).ok())
+                    .unwrap_or_default();
+                tracing::warn!(
+                    HPA = key,
+                    ours = ?comparison.ours,
+                    theirs = ?comparison.theirs,
+                    trace = %trace,
+                    "shadow: decision differs from the active controller's: {}",
+                    comparison.summary
+                );
+            }
+            ShadowResult::Agree | ShadowResult::Pending => {
+                tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
+            }
+        }
+        self.shadow.record(comparison);
     }
 
     /// Emit an event, unless in shadow mode (which writes nothing).

@@ -747,6 +747,11 @@ impl TraceStore {
             .unwrap_or_default()
     }
 
+    /// The latest trace of `key`.
+    pub fn latest_of(&self, key: &str) -> Option<DecisionTrace> {
+        self.traces.get(key).and_then(|t| t.back().cloned())
+    }
+
     /// The keys with traces, sorted.
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.traces.iter().map(|e| e.key().clone()).collect();
