@@ -83,11 +83,10 @@ async fn caught_up(controller: &HorizontalController, store: &Store) {
     }
 }
 
-/// Runs `scenario`; returns every step's traces (one per synced key), the mismatches with
-/// the step's expectations, and how many expectations were compared.
-async fn run(scenario: &Scenario) -> (Vec<DecisionTrace>, Vec<String>, usize) {
-    let parsed = Options::from_flag_map(&scenario.flags).unwrap();
-    let store = Store::from_scenario(scenario).unwrap();
+/// The controller of `flags` over `store` (in process, on the store's virtual clock), with
+/// its caches synced.
+async fn controller_for(store: &Store, flags: &BTreeMap<String, String>) -> HorizontalController {
+    let parsed = Options::from_flag_map(flags).unwrap();
     let clock = store.virtual_clock().cloned().unwrap();
     let client = in_process_client(store.clone());
     let apis = AvailableApis::new();
@@ -111,6 +110,14 @@ async fn run(scenario: &Scenario) -> (Vec<DecisionTrace>, Vec<String>, usize) {
         .await
         .unwrap()
         .unwrap();
+    controller
+}
+
+/// Runs `scenario`; returns every step's traces (one per synced key), the mismatches with
+/// the step's expectations, and how many expectations were compared.
+async fn run(scenario: &Scenario) -> (Vec<DecisionTrace>, Vec<String>, usize) {
+    let store = Store::from_scenario(scenario).unwrap();
+    let controller = controller_for(&store, &scenario.flags).await;
     let mut traces = Vec::new();
     let mut mismatches = Vec::new();
     let mut compared = 0;
@@ -326,4 +333,90 @@ async fn traces_of_every_scenario_agree_with_upstream_and_cover_every_branch() {
             "no trace shows {want:?}; seen: {seen:?}"
         );
     }
+}
+
+/// Shadow mode with `spec.behavior`: the active controller's rescale, observed as a change of
+/// the target, counts in the shadow's policy periods, so the shadow holds the next scale-up
+/// as the active controller does (and agrees), instead of allowing it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_counts_the_active_controllers_rescales_in_its_policies() {
+    let file = Path::new(SCENARIOS).join("resource/cpu-utilization-scale-up.yaml");
+    let mut s = scenario::load_file(&file).unwrap();
+    // One pod per minute up; 2 pods at twice the target ask for 4.
+    s.objects[0]["spec"]["behavior"] = serde_json::json!({
+        "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                    "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}
+    });
+    let mut flags = s.flags.clone();
+    flags.insert("shadow".into(), "true".into());
+    let store = Store::from_scenario(&s).unwrap();
+    let clock = store.virtual_clock().cloned().unwrap();
+    let controller = controller_for(&store, &flags).await;
+    let key = "default/web";
+    let latest = |c: &HorizontalController| c.traces().latest_of(key).unwrap();
+
+    controller.reconcile_key(key).await.unwrap();
+    let first = latest(&controller);
+    assert_eq!((first.prenormalized, first.desired_replicas), (Some(4), 3));
+    assert_eq!(first.write.scale, "shadow");
+    assert_eq!(
+        first.rate_limit.as_ref().unwrap().policies[0].limit,
+        Some(3)
+    );
+
+    // The active controller (this test) makes the same decision: scale to 3, status.
+    let client = in_process_client(store.clone());
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(client.clone(), "default");
+    let mut scale = deployments.get_scale("web").await.unwrap();
+    scale.spec.get_or_insert_with(Default::default).replicas = Some(3);
+    deployments
+        .replace_scale("web", &Default::default(), &scale)
+        .await
+        .unwrap();
+    let hpas: kube::Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        kube::Api::namespaced(client, "default");
+    let mut hpa = hpas.get("web").await.unwrap();
+    hpa.status = Some(
+        serde_json::from_value(serde_json::json!({
+            "currentReplicas": 2, "desiredReplicas": 3,
+            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "current": {"averageUtilization": 100, "averageValue": "100m"}}}],
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "SucceededRescale"},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound"},
+                {"type": "ScalingLimited", "status": "True", "reason": "ScaleUpLimit"}
+            ]
+        }))
+        .unwrap(),
+    );
+    hpas.replace_status("web", &Default::default(), &hpa)
+        .await
+        .unwrap();
+    caught_up(&controller, &store).await;
+
+    // 15 s later: the rescale of 1 is within the 60 s period, so it starts at 2 and the
+    // limit stays 3.
+    clock.advance(jiff::SignedDuration::from_secs(15));
+    controller.reconcile_key(key).await.unwrap();
+    let second = latest(&controller);
+    assert_eq!(second.target.spec_replicas, 3);
+    let policy = &second.rate_limit.as_ref().unwrap().policies[0];
+    assert_eq!(
+        (policy.period_start, policy.limit),
+        (2, Some(3)),
+        "{second:?}"
+    );
+    assert_eq!(second.desired_replicas, 3);
+    assert_eq!(second.clamp.bound_by.as_deref(), Some("ScaleUpLimit"));
+    // And the active controller's status agrees with the first decision.
+    let record = controller.shadow_comparisons().get(key).unwrap();
+    let latest = record.latest.unwrap();
+    assert_eq!(
+        latest.result,
+        hpa_horizontal::shadow::ShadowResult::Agree,
+        "{}",
+        latest.summary
+    );
+    controller.stop();
 }
