@@ -45,7 +45,8 @@ impl DebugStores {
     }
 }
 
-/// `GET /debug/hpa`: the latest decision of every HPA.
+/// `GET /debug/hpa`: a summary of the latest decision of every HPA (the traces themselves
+/// are at `/debug/hpa/NAMESPACE/NAME`, so that the list stays small with many HPAs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceList {
@@ -55,7 +56,7 @@ pub struct TraceList {
     pub items: Vec<TraceListItem>,
 }
 
-/// One HPA in [`TraceList`].
+/// One HPA in [`TraceList`]: its latest decision in brief.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceListItem {
@@ -63,8 +64,20 @@ pub struct TraceListItem {
     pub hpa: String,
     /// How many decisions are kept (at most 10).
     pub decisions: usize,
-    /// The latest decision.
-    pub latest: DecisionTrace,
+    /// When the latest decision was made.
+    pub time: jiff::Timestamp,
+    /// Its branch (`FromMetrics`, ...).
+    pub branch: String,
+    /// The target's replicas it read.
+    pub current_replicas: i32,
+    /// The desired replicas it wrote.
+    pub desired_replicas: i32,
+    /// The metric used, if any.
+    pub winner: Option<String>,
+    /// What bound the final count (`ScalingLimited` reason), if normalization ran.
+    pub bound_by: Option<String>,
+    /// The reconcile's error, if any.
+    pub error: Option<String>,
 }
 
 /// `GET /debug/hpa/NAMESPACE/NAME`: the last decisions of one HPA, oldest first.
@@ -125,7 +138,13 @@ pub async fn list(State(stores): State<DebugStores>) -> Response {
                     traces.into_iter().last().map(|latest| TraceListItem {
                         hpa: k,
                         decisions,
-                        latest,
+                        time: latest.time,
+                        branch: latest.branch,
+                        current_replicas: latest.target.spec_replicas,
+                        desired_replicas: latest.desired_replicas,
+                        winner: latest.winner.map(|w| w.name),
+                        bound_by: latest.clamp.bound_by,
+                        error: latest.error,
                     })
                 })
                 .collect()

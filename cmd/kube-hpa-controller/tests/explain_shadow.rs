@@ -378,6 +378,17 @@ async fn hpactl_explain_reads_the_running_controller_and_computes_afresh() {
     assert!(body.contains(
         r#"kube_hpa_controller_winning_metric{hpa_name="web",metric_index="0",metric_name="cpu",metric_type="Resource",namespace="default"} 1"#
     ), "{body}");
+    // The list, in brief.
+    let (code, list) = get_json(addr, &ca, "/debug/hpa").await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(list["version"], "hpa.trace/v1");
+    let item = &list["items"][0];
+    assert_eq!(item["hpa"], "default/web");
+    assert_eq!(item["desiredReplicas"], 4);
+    assert_eq!(
+        item["winner"],
+        "cpu resource utilization (percentage of request)"
+    );
     // Deleting the HPA removes its series and its traces.
     Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), "default")
         .delete("web", &Default::default())
