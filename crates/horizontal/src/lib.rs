@@ -12,6 +12,10 @@
 //! through discovery and the scale subresource ([`scale_client`]), the event recorder with
 //! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
 //! with its queue and workers ([`controller`]).
+//!
+//! Beyond upstream: every decision is kept as a [`trace::DecisionTrace`] (rendered as text
+//! by [`explain`], exported as dashboard series by [`explain_metrics`]), and shadow mode
+//! compares decisions with the active controller's status without writing ([`shadow`]).
 
 pub use controller::{ControllerConfig, ControllerParts, HorizontalController, ReconcileError};
 
