@@ -181,16 +181,24 @@ fn render(args: &ExplainArgs, traces: &[DecisionTrace]) -> Result<String, Explai
     }
 }
 
-async fn load_config(args: &ExplainArgs) -> Result<kube::Config, kube::config::KubeconfigError> {
+/// The kubeconfig of `--kubeconfig` (and `--context`), else `$KUBECONFIG` or
+/// `~/.kube/config`, else the in-cluster service account.
+async fn load_config(args: &ExplainArgs) -> Result<kube::Config, String> {
     let options = KubeConfigOptions {
         context: args.context.clone(),
         ..KubeConfigOptions::default()
     };
     match &args.kubeconfig {
         Some(path) => {
-            kube::Config::from_custom_kubeconfig(Kubeconfig::read_from(path)?, &options).await
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| e.to_string())
         }
-        None => kube::Config::from_kubeconfig(&options).await,
+        None if args.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| e.to_string()),
+        None => kube::Config::infer().await.map_err(|e| e.to_string()),
     }
 }
 
