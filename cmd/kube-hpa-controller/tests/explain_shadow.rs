@@ -263,7 +263,17 @@ async fn hpactl_explain_reads_the_running_controller_and_computes_afresh() {
 
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut c = controller(&kubeconfig, port, &dir, &["--leader-elect=false"]);
+    // A 3 s sync period keeps the first decision among the last 10 for 30 s, however slow
+    // the machine is between the scale-up and the explain below.
+    let mut c = controller(
+        &kubeconfig,
+        port,
+        &dir,
+        &[
+            "--leader-elect=false",
+            "--horizontal-pod-autoscaler-sync-period=3s",
+        ],
+    );
     eventually("the Deployment to be scaled to 4", async || {
         c.assert_running();
         (replicas(deployments.get("web").await.ok()?) == Some(4)).then_some(())
