@@ -145,11 +145,17 @@ fn key_of(args: &ExplainArgs) -> Result<String, ExplainError> {
 
 async fn explain(args: &ExplainArgs) -> Result<String, ExplainError> {
     let key = key_of(args)?;
-    let traces = match &args.controller {
+    let (traces, comparison) = match &args.controller {
         Some(url) => from_controller(args, url, &key).await?,
-        None => vec![fresh(args, &key).await?],
+        None => (vec![fresh(args, &key).await?], None),
     };
-    render(args, &traces)
+    let mut out = render(args, &traces)?;
+    if args.output == Output::Text
+        && let Some(c) = comparison
+    {
+        out.push_str(&c);
+    }
+    Ok(out)
 }
 
 fn render(args: &ExplainArgs, traces: &[DecisionTrace]) -> Result<String, ExplainError> {
@@ -263,18 +269,14 @@ async fn controller_client(args: &ExplainArgs, url: &str) -> Result<kube::Client
     kube::Client::try_from(config).map_err(|e| ExplainError::Config(e.to_string()))
 }
 
-async fn from_controller(
-    args: &ExplainArgs,
-    url: &str,
-    key: &str,
-) -> Result<Vec<DecisionTrace>, ExplainError> {
-    let client = controller_client(args, url).await?;
-    let request = http::Request::get(format!("/debug/hpa/{key}"))
+/// GETs `path` from the controller: the body of a success, or the server's reason.
+async fn get_text(client: &kube::Client, url: &str, path: &str) -> Result<String, ExplainError> {
+    let request = http::Request::get(path)
         .body(kube::client::Body::empty())
         .map_err(|e| ExplainError::Request(e.to_string()))?;
     let response = client.send(request).await.map_err(|e| {
         ExplainError::Request(format!(
-            "{url}/debug/hpa/{key}: {} (is the controller's secure port there? a self-signed serving certificate needs --certificate-authority FILE or --insecure-skip-tls-verify)",
+            "{url}{path}: {} (is the controller's secure port there? a self-signed serving certificate needs --certificate-authority FILE or --insecure-skip-tls-verify)",
             hpa_metrics::kube_error_message(&e)
         ))
     })?;
@@ -283,7 +285,7 @@ async fn from_controller(
         .into_body()
         .collect_bytes()
         .await
-        .map_err(|e| ExplainError::Request(format!("{url}/debug/hpa/{key}: {e}")))?;
+        .map_err(|e| ExplainError::Request(format!("{url}{path}: {e}")))?;
     let text = String::from_utf8_lossy(&body).into_owned();
     if !status.is_success() {
         let detail = serde_json::from_str::<serde_json::Value>(&text)
@@ -291,9 +293,21 @@ async fn from_controller(
             .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
             .unwrap_or_else(|| text.trim().to_owned());
         return Err(ExplainError::Request(format!(
-            "{url}/debug/hpa/{key}: {status}: {detail}"
+            "{url}{path}: {status}: {detail}"
         )));
     }
+    Ok(text)
+}
+
+/// The kept decisions of `key`, and (from a shadow controller) its last comparison with the
+/// active controller as text.
+async fn from_controller(
+    args: &ExplainArgs,
+    url: &str,
+    key: &str,
+) -> Result<(Vec<DecisionTrace>, Option<String>), ExplainError> {
+    let client = controller_client(args, url).await?;
+    let text = get_text(&client, url, &format!("/debug/hpa/{key}")).await?;
     let answer: HpaTraces = serde_json::from_str(&text).map_err(|e| {
         ExplainError::Request(format!("{url}/debug/hpa/{key}: not a trace list: {e}"))
     })?;
@@ -308,7 +322,50 @@ async fn from_controller(
             "{url}/debug/hpa/{key}: no decision recorded"
         )));
     }
-    Ok(answer.decisions)
+    let shadow = answer.decisions.last().is_some_and(|t| t.write.shadow);
+    let comparison = if shadow {
+        // Best effort: the decisions are the answer; the comparison adds to it.
+        get_text(&client, url, "/debug/shadow")
+            .await
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| shadow_text(&v, key))
+    } else {
+        None
+    };
+    Ok((answer.decisions, comparison))
+}
+
+/// The "Compared with the active controller" section of `key` in a `/debug/shadow` answer.
+fn shadow_text(answer: &serde_json::Value, key: &str) -> Option<String> {
+    let item = answer
+        .get("items")?
+        .as_array()?
+        .iter()
+        .find(|i| i.get("hpa").and_then(|h| h.as_str()) == Some(key))?;
+    let latest = item.get("latest")?;
+    let str_of = |v: &serde_json::Value, k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut s = format!(
+        "\nCompared with the active controller (shadow mode)\n  {} at {}: {}\n",
+        str_of(latest, "result"),
+        str_of(latest, "time"),
+        str_of(latest, "summary")
+    );
+    let differences = item
+        .get("differences")
+        .and_then(|d| d.as_array())
+        .map_or(0, Vec::len);
+    if differences > 0 {
+        s.push_str(&format!(
+            "  {differences} difference(s) kept at /debug/shadow\n"
+        ));
+    }
+    Some(s)
 }
 
 /// One decision computed now with the controller's code in shadow mode: nothing written.
@@ -432,6 +489,22 @@ mod tests {
                 Err(ExplainError::Usage(_))
             ));
         }
+    }
+
+    #[test]
+    fn the_shadow_comparison_reads_as_a_section() {
+        let answer = serde_json::json!({"version": "hpa.trace/v1", "shadow": true, "items": [
+            {"hpa": "ns/web", "latest": {"result": "differ", "time": "T",
+             "summary": "same inputs, different decision: desiredReplicas: ours 4, theirs 2"},
+             "differences": [{}]}
+        ]});
+        let text = shadow_text(&answer, "ns/web").unwrap();
+        assert!(text.contains("differ at T: same inputs"), "{text}");
+        assert!(
+            text.contains("1 difference(s) kept at /debug/shadow"),
+            "{text}"
+        );
+        assert!(shadow_text(&answer, "ns/other").is_none());
     }
 
     #[test]

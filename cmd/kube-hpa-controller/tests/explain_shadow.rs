@@ -569,6 +569,31 @@ async fn shadow_writes_nothing_and_tells_lag_from_difference() {
     );
     assert_eq!(diff["trace"]["desiredReplicas"], 4);
     assert_eq!(diff["theirs"]["desiredReplicas"], 2);
+    // hpactl explain on the shadow: its decision and how it compared.
+    let out = run(Command::new(hpactl())
+        .args([
+            "explain",
+            "default/web",
+            "--insecure-skip-tls-verify",
+            "--controller",
+        ])
+        .arg(format!("https://127.0.0.1:{port}"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Shadow mode: this controller decided and wrote nothing."),
+        "{text}"
+    );
+    assert!(
+        text.contains("scale: 2 -> 4 decided, not written"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Compared with the active controller (shadow mode)"),
+        "{text}"
+    );
+    assert!(text.contains("desiredReplicas: ours 4, theirs 2"), "{text}");
 
     // 4. It scales to 4 and writes upstream's status for the scenario: agree.
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
