@@ -24,6 +24,8 @@ use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
+mod explain;
+
 /// Command-line interface.
 #[derive(Debug, Parser)]
 #[command(
@@ -121,6 +123,10 @@ enum Command {
         #[arg(last = true, value_name = "CONTROLLER FLAGS")]
         controller_args: Vec<String>,
     },
+    /// Show why an HPA scaled (or did not): its last decisions from a running controller
+    /// (--controller), or one computed now on the cluster (no history). Installed as
+    /// `kubectl-hpa_explain`, this is `kubectl hpa-explain NAMESPACE/NAME`.
+    Explain(explain::ExplainArgs),
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
@@ -180,7 +186,7 @@ const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml"
 const EXIT_INVALID: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(explain::plugin_args(std::env::args_os()));
     match cli.command {
         Command::Replay { check, paths } => replay(check, &paths),
         Command::Serve {
@@ -220,6 +226,7 @@ fn main() -> ExitCode {
             json,
             controller_args,
         }),
+        Command::Explain(args) => explain::run(args),
     }
 }
 

@@ -178,7 +178,10 @@ pub async fn run(
     let registry = Registry::new();
     let rest_metrics = RestClientMetrics::new(&registry)?;
     let le = options.leader_election.clone();
-    let fence = if le.leader_elect && options.hpa_controller_enabled() {
+    let fence = if options.shadow.shadow {
+        // Shadow mode: the scale and HPA clients never write, whatever the lease.
+        WriteFence::read_only()
+    } else if le.leader_elect && options.hpa_controller_enabled() {
         WriteFence::leased(std_duration(le.renew_deadline))
     } else {
         WriteFence::open()
@@ -204,8 +207,10 @@ pub async fn run(
     let health = LeaderHealth::default();
     let auth = Arc::new(DelegatingAuth::from_flags(&options.auth).await?);
     let serving = ServingConfig::from_flags(&options.serving)?;
+    let debug = crate::debug::DebugStores::new();
     if let Some(server) = SecureServer::bind(&serving).await? {
-        let mut state = ServingState::new(registry.clone(), readiness.clone(), auth);
+        let mut state =
+            ServingState::new(registry.clone(), readiness.clone(), auth).with_debug(debug.clone());
         if le.leader_elect {
             state = state.with_leader_health(health.clone());
         }
@@ -232,6 +237,7 @@ pub async fn run(
     }
 
     let controller = build_controller(&options, &clients, &registry)?;
+    debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 
     if !le.leader_elect {
@@ -243,12 +249,15 @@ pub async fn run(
     let leader_metrics = LeaderMetrics::new(&registry)?;
     let identity = new_identity();
     tracing::info!(identity = %identity, lease = %format!("{}/{}", le.resource_namespace, le.resource_name), "leader election");
-    let lock = KubeLeaseLock::new(
+    let mut lock = KubeLeaseLock::new(
         clients.leader_election.clone(),
         &le.resource_namespace,
         &le.resource_name,
         identity,
     );
+    if options.shadow.shadow {
+        lock = lock.without_events();
+    }
     let mut elector = LeaderElector::new(
         lock,
         ElectionConfig {

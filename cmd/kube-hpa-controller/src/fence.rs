@@ -34,6 +34,9 @@ pub enum FenceError {
     /// The process is shutting down.
     #[error("write refused: the controller is shutting down")]
     ShuttingDown,
+    /// Shadow mode: this instance writes nothing.
+    #[error("write refused: this instance runs in shadow mode (--shadow) and writes nothing")]
+    Shadow,
 }
 
 #[derive(Debug)]
@@ -45,6 +48,7 @@ struct State {
     renewed_at: AtomicU64,
     renew_deadline: Duration,
     leased: bool,
+    read_only: bool,
     ever_renewed: AtomicBool,
     closed: AtomicBool,
 }
@@ -57,6 +61,10 @@ pub struct WriteFence {
 
 impl WriteFence {
     fn with(leased: bool, renew_deadline: Duration) -> Self {
+        Self::build(leased, false, renew_deadline)
+    }
+
+    fn build(leased: bool, read_only: bool, renew_deadline: Duration) -> Self {
         WriteFence {
             state: Arc::new(State {
                 origin: Instant::now(),
@@ -64,6 +72,7 @@ impl WriteFence {
                 renewed_at: AtomicU64::new(0),
                 renew_deadline,
                 leased,
+                read_only,
                 ever_renewed: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
             }),
@@ -73,6 +82,12 @@ impl WriteFence {
     /// A fence that is open until [`WriteFence::close`] (no leader election).
     pub fn open() -> Self {
         Self::with(false, Duration::ZERO)
+    }
+
+    /// A fence that never opens (shadow mode): every write of the fenced clients is refused,
+    /// whatever the lease.
+    pub fn read_only() -> Self {
+        Self::build(false, true, Duration::ZERO)
     }
 
     /// A fence that opens only for `renew_deadline` after each renewal.
@@ -109,6 +124,9 @@ impl WriteFence {
 
     /// Whether a write may leave now.
     pub fn check(&self) -> Result<(), FenceError> {
+        if self.state.read_only {
+            return Err(FenceError::Shadow);
+        }
         if self.is_closed() {
             return Err(FenceError::ShuttingDown);
         }
@@ -148,6 +166,14 @@ impl WriteFence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn read_only_fence_never_opens() {
+        let f = WriteFence::read_only();
+        assert_eq!(f.check(), Err(FenceError::Shadow));
+        f.renewed(Instant::now());
+        assert_eq!(f.check(), Err(FenceError::Shadow));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn open_fence_refuses_only_after_close() {

@@ -515,6 +515,7 @@ pub struct KubeLeaseLock {
     identity: String,
     lease: Option<Lease>,
     pending: Vec<tokio::task::JoinHandle<()>>,
+    events: bool,
 }
 
 impl KubeLeaseLock {
@@ -527,7 +528,14 @@ impl KubeLeaseLock {
             identity,
             lease: None,
             pending: Vec::new(),
+            events: true,
         }
+    }
+
+    /// Records no `LeaderElection` events (shadow mode writes nothing but its Lease).
+    pub fn without_events(mut self) -> Self {
+        self.events = false;
+        self
     }
 }
 
@@ -602,6 +610,10 @@ impl LeaseLock for KubeLeaseLock {
     }
 
     fn record_event(&mut self, what: &str) {
+        if !self.events {
+            tracing::info!(lease = %self.describe(), "{} {what}", self.identity);
+            return;
+        }
         let event = lease_event(
             self.lease.as_ref(),
             &self.namespace,

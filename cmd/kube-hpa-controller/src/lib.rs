@@ -5,6 +5,7 @@
 pub mod app;
 pub mod auth;
 pub mod client;
+pub mod debug;
 pub mod fence;
 pub mod leader_election;
 pub mod logging;

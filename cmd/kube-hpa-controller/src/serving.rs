@@ -1,4 +1,5 @@
-//! The secure (HTTPS) endpoint: `/metrics`, `/healthz`, `/livez`, `/readyz`.
+//! The secure (HTTPS) endpoint: `/metrics`, `/healthz`, `/livez`, `/readyz`, and this
+//! project's `/debug/hpa` and `/debug/shadow` ([`crate::debug`]).
 //!
 //! Mirrors apiserver's `SecureServingOptions` as kube-controller-manager uses them
 //! (`--bind-address`, an unspecified one meaning every interface and address family;
@@ -158,6 +159,13 @@ pub struct ServingState {
     readiness: Readiness,
     auth: Arc<DelegatingAuth>,
     leader: Option<crate::leader_election::LeaderHealth>,
+    debug: crate::debug::DebugStores,
+}
+
+impl axum::extract::FromRef<ServingState> for crate::debug::DebugStores {
+    fn from_ref(state: &ServingState) -> Self {
+        state.debug.clone()
+    }
 }
 
 impl ServingState {
@@ -174,7 +182,14 @@ impl ServingState {
             readiness,
             auth,
             leader: None,
+            debug: crate::debug::DebugStores::new(),
         }
+    }
+
+    /// Serves the decision traces and shadow comparisons of `debug`.
+    pub fn with_debug(mut self, debug: crate::debug::DebugStores) -> Self {
+        self.debug = debug;
+        self
     }
 
     /// Adds KCM's `leaderElection` check to `/healthz` and `/livez`
@@ -195,6 +210,9 @@ pub fn router(state: ServingState) -> Router {
         .route("/healthz/{check}", get(healthz_check))
         .route("/livez/{check}", get(livez_check))
         .route("/readyz/{check}", get(readyz_check))
+        .route("/debug/hpa", get(crate::debug::list))
+        .route("/debug/hpa/{namespace}/{name}", get(crate::debug::one))
+        .route("/debug/shadow", get(crate::debug::shadow))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .with_state(state)
 }

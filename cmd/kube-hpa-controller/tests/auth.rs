@@ -286,3 +286,76 @@ async fn a_bad_review_kubeconfig_is_refused_in_upstream_words() {
         "{err}"
     );
 }
+
+/// `/debug/hpa/...` and `/debug/shadow` are authorized as `/metrics` is: a SubjectAccessReview
+/// of `get` on the non-resource path, and `--authorization-always-allow-paths` lets them
+/// through in the same way.
+#[tokio::test]
+async fn debug_traces_are_authorized_like_metrics() {
+    let (addr, seen) = common::fake_api().await;
+    let serve = |auth: DelegatingAuth| async move {
+        let cfg = kube_hpa_controller::serving::ServingConfig {
+            bind_address: "127.0.0.1".parse().unwrap(),
+            secure_port: 0,
+            cert_dir: String::new(),
+            tls_cert_file: String::new(),
+            tls_private_key_file: String::new(),
+        };
+        let server =
+            SecureServer::bind_addr("127.0.0.1:0".parse().unwrap(), serving_cert(&cfg).unwrap())
+                .await
+                .unwrap();
+        let out = (
+            server.local_addr().unwrap(),
+            server.chain().last().unwrap().clone(),
+        );
+        let state = ServingState::new(
+            prometheus::Registry::new(),
+            Readiness::new(),
+            Arc::new(auth),
+        )
+        .with_debug(kube_hpa_controller::debug::DebugStores::new());
+        tokio::spawn(server.run(state, std::future::pending()));
+        out
+    };
+    let (saddr, cert) = serve(auth_for(addr).await).await;
+    // alice may get /metrics only: the trace path is reviewed under its own name and denied.
+    let (code, _, _) =
+        common::https_get(saddr, &cert, "/debug/hpa/default/web", Some("good")).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    {
+        let s = seen.lock().unwrap();
+        let attrs = &s.sars.last().unwrap()["spec"]["nonResourceAttributes"];
+        assert_eq!(attrs["path"], "/debug/hpa/default/web");
+        assert_eq!(attrs["verb"], "get");
+    }
+    let (code, _, _) = common::https_get(saddr, &cert, "/debug/shadow", None).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+
+    // Always allowed: served without a review (no decision yet: 404 with a JSON reason).
+    let client =
+        || client_from_config(common::config_for(addr), None, None, TokioClock::new()).unwrap();
+    let paths: Vec<String> = ["/debug/*"].iter().map(|s| s.to_string()).collect();
+    let open = DelegatingAuth::new(
+        Some(client()),
+        Some(client()),
+        AlwaysAllowPaths::new(&paths).unwrap(),
+    );
+    let (saddr, cert) = serve(open).await;
+    let sars = seen.lock().unwrap().sars.len();
+    let (code, _, body) = common::https_get(saddr, &cert, "/debug/hpa/default/web", None).await;
+    assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["version"], "hpa.trace/v1");
+    let (code, _, body) = common::https_get(saddr, &cert, "/debug/hpa", None).await;
+    assert_eq!(code, StatusCode::OK);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["items"], serde_json::json!([]));
+    let (code, _, body) = common::https_get(saddr, &cert, "/debug/shadow", None).await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["shadow"],
+        false
+    );
+    assert_eq!(seen.lock().unwrap().sars.len(), sars);
+}

@@ -207,6 +207,34 @@ async fn a_closed_fence_stops_writes_but_not_reads() {
     );
 }
 
+/// Shadow mode: the fence of the writing clients never opens, whatever the lease does; reads
+/// go through.
+#[tokio::test]
+async fn a_read_only_fence_refuses_every_write() {
+    let (addr, script) = script_server(vec![(200, None)]).await;
+    let metrics = RestClientMetrics::new(&Registry::new()).unwrap();
+    let fence = WriteFence::read_only();
+    let mut s = settings(&metrics);
+    s.fence = Some(fence.clone());
+    let client = client_with(default_config(addr), s).unwrap();
+    fence.renewed(tokio::time::Instant::now());
+    for method in ["PUT", "POST", "PATCH", "DELETE"] {
+        let req = http::Request::builder()
+            .method(method)
+            .uri("/apis/apps/v1/namespaces/a/deployments/d/scale")
+            .body(kube::client::Body::from(b"{}".to_vec()))
+            .unwrap();
+        let err = client.send(req).await.unwrap_err().to_string();
+        assert!(err.contains("shadow mode"), "{method}: {err}");
+    }
+    assert_eq!(script.hits.load(Ordering::SeqCst), 0);
+    let get = http::Request::get("/api")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    client.send(get).await.unwrap();
+    assert_eq!(script.hits.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn a_request_that_gets_no_answer_times_out() {
     // Accepts, reads, never answers.

@@ -29,6 +29,10 @@ pub const CONTROLLER_ALIAS: &str = "horizontalpodautoscaling";
 /// Default Lease name. Not KCM's `kube-controller-manager`: this process must not contend
 /// for the lease that guards KCM's other controllers (see README).
 pub const DEFAULT_LEASE_NAME: &str = "kube-hpa-controller";
+
+/// The Lease of a `--shadow` instance when `--leader-elect-resource-name` is not given, so
+/// that a shadow never competes with the active instance for its lease.
+pub const DEFAULT_SHADOW_LEASE_NAME: &str = "kube-hpa-controller-shadow";
 /// pflag's deprecation notice for the two no-op delay flags.
 pub const DELAY_FLAG_DEPRECATION: &str = "This flag is currently no-op and will be deleted.";
 
@@ -271,6 +275,15 @@ pub struct MiscFlags {
     pub master: String,
 }
 
+/// `Shadow flags` (no KCM counterpart): run beside the active controller, writing nothing.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Shadow flags")]
+pub struct ShadowFlags {
+    /// Run the whole controller but write nothing (no scale, no status, no event): compare every decision with what the active controller (kube-controller-manager) last wrote, export kube_hpa_controller_shadow_comparisons_total and keep the differences at /debug/shadow. The leader-election Lease defaults to kube-hpa-controller-shadow.
+    #[arg(verbatim_doc_comment, long = "shadow", value_name = "true|false", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub shadow: bool,
+}
+
 /// Every flag of `kube-hpa-controller`.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -303,6 +316,9 @@ pub struct Options {
     /// API server location.
     #[command(flatten)]
     pub misc: MiscFlags,
+    /// Shadow mode.
+    #[command(flatten)]
+    pub shadow: ShadowFlags,
 }
 
 /// Why parsing stopped: a request for help or the version (exit 0), or bad flags (exit 2).
@@ -356,7 +372,12 @@ impl Options {
         let matches = Options::command()
             .try_get_matches_from(args)
             .map_err(|e| clap_error_line(&e))?;
-        let options = Options::from_arg_matches(&matches).map_err(|e| clap_error_line(&e))?;
+        let mut options = Options::from_arg_matches(&matches).map_err(|e| clap_error_line(&e))?;
+        if options.shadow.shadow
+            && matches.value_source("resource_name") != Some(ValueSource::CommandLine)
+        {
+            options.leader_election.resource_name = DEFAULT_SHADOW_LEASE_NAME.to_owned();
+        }
         let mut warnings = Vec::new();
         for (id, flag) in [
             ("upscale_delay", "horizontal-pod-autoscaler-upscale-delay"),
@@ -577,6 +598,25 @@ mod tests {
             Err(FlagError::Invalid(m)) => m,
             other => panic!("expected an invalid-flag error for {args:?}, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn shadow_has_its_own_lease_unless_named() {
+        let o = parse(&[]).unwrap().options;
+        assert!(!o.shadow.shadow);
+        let o = parse(&["--shadow"]).unwrap().options;
+        assert!(o.shadow.shadow);
+        assert_eq!(o.leader_election.resource_name, DEFAULT_SHADOW_LEASE_NAME);
+        let o = parse(&["--shadow=true", "--leader-elect-resource-name=mine"])
+            .unwrap()
+            .options;
+        assert_eq!(o.leader_election.resource_name, "mine");
+        let o = parse(&["--shadow=false"]).unwrap().options;
+        assert_eq!(o.leader_election.resource_name, DEFAULT_LEASE_NAME);
+        assert!(matches!(
+            parse(&["--shadow=maybe"]),
+            Err(FlagError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -230,6 +230,21 @@ fn period_start(
     current.wrapping_sub(added).wrapping_add(deleted)
 }
 
+/// One policy's limit as computed by the rate-limit functions, for decision traces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyLimit {
+    /// The policy.
+    pub policy: ScalingPolicy,
+    /// The replicas at the start of its period (`current - added + deleted`).
+    pub period_start: i32,
+    /// The replica count this policy allows (`None` for an unknown policy type, which
+    /// leaves upstream's running value unchanged).
+    pub limit: Option<i32>,
+    /// Whether `selectPolicy` picked this policy's limit (the first one giving the combined
+    /// limit).
+    pub selected: bool,
+}
+
 /// Upstream `calculateScaleUpLimitWithScalingRules`: for each policy, the replicas at the
 /// period's start (`current - added + deleted` within the policy's period) plus the policy's
 /// allowance (`Pods`: `+ value`; `Percent`: `ceil(start * (1 + value/100))`), combined with
@@ -242,26 +257,53 @@ pub fn calculate_scale_up_limit_with_scaling_rules(
     rules: &ScalingRules,
     now: Timestamp,
 ) -> i32 {
+    scale_up_limit_with_policies(current, up_events, down_events, rules, now).0
+}
+
+/// [`calculate_scale_up_limit_with_scaling_rules`] with every policy's own limit.
+pub fn scale_up_limit_with_policies(
+    current: i32,
+    up_events: &[TimestampedScaleEvent],
+    down_events: &[TimestampedScaleEvent],
+    rules: &ScalingRules,
+    now: Timestamp,
+) -> (i32, Vec<PolicyLimit>) {
     let (mut result, pick): (i32, fn(i32, i32) -> i32) = match rules.select_policy {
-        SelectPolicy::Disabled => return current,
+        SelectPolicy::Disabled => return (current, Vec::new()),
         SelectPolicy::Min => (i32::MAX, i32::min),
         SelectPolicy::Max => (i32::MIN, i32::max),
     };
+    let mut limits = Vec::with_capacity(rules.policies.len());
+    let mut selected: Option<usize> = None;
     let mut proposed = 0i32;
     for policy in &rules.policies {
         let start = period_start(current, policy.period_seconds, up_events, down_events, now);
-        match policy.type_ {
-            PolicyType::Pods => proposed = start.wrapping_add(policy.value),
-            PolicyType::Percent => {
-                proposed = go_f64_to_i32(
-                    (f64::from(start) * (1.0 + f64::from(policy.value) / 100.0)).ceil(),
-                )
-            }
-            PolicyType::Other(_) => {}
+        let own = match policy.type_ {
+            PolicyType::Pods => Some(start.wrapping_add(policy.value)),
+            PolicyType::Percent => Some(go_f64_to_i32(
+                (f64::from(start) * (1.0 + f64::from(policy.value) / 100.0)).ceil(),
+            )),
+            PolicyType::Other(_) => None,
+        };
+        if let Some(own) = own {
+            proposed = own;
         }
-        result = pick(result, proposed);
+        limits.push(PolicyLimit {
+            policy: policy.clone(),
+            period_start: start,
+            limit: own,
+            selected: false,
+        });
+        let next = pick(result, proposed);
+        if next != result || selected.is_none() {
+            selected = Some(limits.len() - 1);
+        }
+        result = next;
     }
-    result
+    if let Some(p) = selected.and_then(|i| limits.get_mut(i)) {
+        p.selected = true;
+    }
+    (result, limits)
 }
 
 /// Upstream `calculateScaleDownLimitWithBehaviors`: for each policy, the replicas at the
@@ -275,28 +317,57 @@ pub fn calculate_scale_down_limit_with_behaviors(
     rules: &ScalingRules,
     now: Timestamp,
 ) -> i32 {
+    scale_down_limit_with_policies(current, up_events, down_events, rules, now).0
+}
+
+/// [`calculate_scale_down_limit_with_behaviors`] with every policy's own limit.
+pub fn scale_down_limit_with_policies(
+    current: i32,
+    up_events: &[TimestampedScaleEvent],
+    down_events: &[TimestampedScaleEvent],
+    rules: &ScalingRules,
+    now: Timestamp,
+) -> (i32, Vec<PolicyLimit>) {
     let (mut result, pick): (i32, fn(i32, i32) -> i32) = match rules.select_policy {
-        SelectPolicy::Disabled => return current,
+        SelectPolicy::Disabled => return (current, Vec::new()),
         SelectPolicy::Min => (i32::MIN, i32::max),
         SelectPolicy::Max => (i32::MAX, i32::min),
     };
+    let mut limits = Vec::with_capacity(rules.policies.len());
+    let mut selected: Option<usize> = None;
     let mut proposed = 0i32;
     for policy in &rules.policies {
         let start = period_start(current, policy.period_seconds, up_events, down_events, now);
-        match policy.type_ {
-            PolicyType::Pods => proposed = start.wrapping_sub(policy.value),
-            PolicyType::Percent => {
-                proposed = go_f64_to_i32(f64::from(start) * (1.0 - f64::from(policy.value) / 100.0))
-            }
-            PolicyType::Other(_) => {}
+        let own = match policy.type_ {
+            PolicyType::Pods => Some(start.wrapping_sub(policy.value)),
+            PolicyType::Percent => Some(go_f64_to_i32(
+                f64::from(start) * (1.0 - f64::from(policy.value) / 100.0),
+            )),
+            PolicyType::Other(_) => None,
+        };
+        if let Some(own) = own {
+            proposed = own;
         }
-        result = pick(result, proposed);
+        limits.push(PolicyLimit {
+            policy: policy.clone(),
+            period_start: start,
+            limit: own,
+            selected: false,
+        });
+        let next = pick(result, proposed);
+        if next != result || selected.is_none() {
+            selected = Some(limits.len() - 1);
+        }
+        result = next;
     }
-    result
+    if let Some(p) = selected.and_then(|i| limits.get_mut(i)) {
+        p.selected = true;
+    }
+    (result, limits)
 }
 
 /// The result of [`convert_desired_replicas_with_behavior_rate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimited {
     /// The bounded replica count.
     pub replicas: i32,
@@ -305,6 +376,9 @@ pub struct RateLimited {
     /// The policy limit computed for the direction (after clamping to `current`), `None`
     /// when `desired == current`.
     pub rate_limit: Option<i32>,
+    /// Each policy of the direction with its own limit (empty when `desired == current` or
+    /// the direction is `Disabled`).
+    pub policies: Vec<PolicyLimit>,
 }
 
 /// Upstream `convertDesiredReplicasWithBehaviorRate`: bound `desired` by the direction's
@@ -321,13 +395,8 @@ pub fn convert_desired_replicas_with_behavior_rate(
     now: Timestamp,
 ) -> RateLimited {
     if desired > current {
-        let mut limit = calculate_scale_up_limit_with_scaling_rules(
-            current,
-            up_events,
-            down_events,
-            &behavior.scale_up,
-            now,
-        );
+        let (mut limit, policies) =
+            scale_up_limit_with_policies(current, up_events, down_events, &behavior.scale_up, now);
         if limit < current {
             limit = current;
         }
@@ -341,16 +410,18 @@ pub fn convert_desired_replicas_with_behavior_rate(
                 replicas: maximum,
                 reason,
                 rate_limit: Some(limit),
+                policies,
             };
         }
         return RateLimited {
             replicas: desired,
             reason: LimitReason::DesiredWithinRange,
             rate_limit: Some(limit),
+            policies,
         };
     }
     if desired < current {
-        let mut limit = calculate_scale_down_limit_with_behaviors(
+        let (mut limit, policies) = scale_down_limit_with_policies(
             current,
             up_events,
             down_events,
@@ -370,18 +441,21 @@ pub fn convert_desired_replicas_with_behavior_rate(
                 replicas: minimum,
                 reason,
                 rate_limit: Some(limit),
+                policies,
             };
         }
         return RateLimited {
             replicas: desired,
             reason: LimitReason::DesiredWithinRange,
             rate_limit: Some(limit),
+            policies,
         };
     }
     RateLimited {
         replicas: desired,
         reason: LimitReason::DesiredWithinRange,
         rate_limit: None,
+        policies: Vec::new(),
     }
 }
 

@@ -23,11 +23,14 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key};
 use crate::decision::{Decision, DecisionConfig};
+use crate::explain_metrics::ExplainMetrics;
 use crate::gofmt::SelectorStyle;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
 use crate::scale_client::{KubeScaleClient, ScaleClient};
+use crate::shadow::ShadowStore;
 use crate::state::{HpaKey, HpaSelectorRegistry, HpaState};
+use crate::trace::TraceStore;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
@@ -61,6 +64,9 @@ pub struct ControllerConfig {
     pub gates: FeatureGates,
     /// How `%+v` of a `*LabelSelector` prints in External metric names.
     pub selector_style: SelectorStyle,
+    /// Shadow mode (`--shadow`): decide, compare with the active controller's status, and
+    /// write nothing (no scale, no status, no event).
+    pub shadow: bool,
 }
 
 impl ControllerConfig {
@@ -70,6 +76,7 @@ impl ControllerConfig {
             hpa: options.hpa_configuration(),
             gates: options.feature_gates(),
             selector_style: SelectorStyle::default(),
+            shadow: options.shadow.shadow,
         }
     }
 
@@ -139,6 +146,9 @@ pub(crate) struct Inner {
     pub(crate) queue: RateLimitingQueue<String>,
     available_apis: Option<AvailableApis>,
     pub(crate) last_decisions: DashMap<String, Decision>,
+    pub(crate) traces: Arc<TraceStore>,
+    pub(crate) shadow: Arc<ShadowStore>,
+    pub(crate) explain_metrics: ExplainMetrics,
 }
 
 /// The horizontal pod autoscaler controller. Cheap to clone (a handle).
@@ -205,6 +215,7 @@ impl HorizontalController {
         informer_client: Option<kube::Client>,
     ) -> Result<Self, ControllerError> {
         let monitor = Monitor::register(&parts.registry)?;
+        let explain_metrics = ExplainMetrics::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
         let hpa = &parts.config.hpa;
         let calc_config = CalculatorConfig {
@@ -260,6 +271,9 @@ impl HorizontalController {
             queue,
             available_apis: parts.available_apis,
             last_decisions: DashMap::new(),
+            traces: Arc::new(TraceStore::new()),
+            shadow: Arc::new(ShadowStore::new()),
+            explain_metrics,
         };
         Ok(HorizontalController {
             inner: Arc::new(inner),
@@ -320,6 +334,21 @@ impl HorizontalController {
     /// The work queue.
     pub fn queue(&self) -> &RateLimitingQueue<String> {
         &self.inner.queue
+    }
+
+    /// The last decisions of every HPA, as traces (served at `/debug/hpa`).
+    pub fn traces(&self) -> Arc<TraceStore> {
+        self.inner.traces.clone()
+    }
+
+    /// The shadow comparisons (served at `/debug/shadow`; empty unless in shadow mode).
+    pub fn shadow_comparisons(&self) -> Arc<ShadowStore> {
+        self.inner.shadow.clone()
+    }
+
+    /// Whether this controller runs in shadow mode.
+    pub fn is_shadow(&self) -> bool {
+        self.inner.config.shadow
     }
 
     /// The decision of the last reconcile of `key` that got as far as the scale.

@@ -108,6 +108,8 @@ pub struct MetricProposal {
     pub metric_name: String,
     /// The metric's timestamp (`None` is Go's zero time).
     pub timestamp: Option<Timestamp>,
+    /// How the calculator reached the count (usage ratio, pods counted, values read).
+    pub detail: Option<hpa_replica_calculator::CalculationDetail>,
 }
 
 /// One metric's failure.
@@ -548,6 +550,10 @@ pub enum RescaleResult {
     Succeeded,
     /// The scale PUT failed with this error text.
     Failed(String),
+    /// Shadow mode: the write was decided and not made. Rendered as a successful write (the
+    /// status and events the active controller writes), but no scale event is stored: the
+    /// shadow records the target's changes as it observes them.
+    Shadowed,
 }
 
 /// The rendered result of one reconcile.
@@ -720,8 +726,9 @@ impl Decision {
         }
 
         let mut action = ActionLabel::None;
+        let written = rescale == RescaleResult::Succeeded;
         let desired = match (self.rescale, rescale) {
-            (true, RescaleResult::Succeeded) => {
+            (true, RescaleResult::Succeeded | RescaleResult::Shadowed) => {
                 set_condition(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::SucceededRescale {
@@ -733,13 +740,15 @@ impl Decision {
                     new_size: self.desired_replicas,
                     reason: self.rescale_reason.clone(),
                 });
-                state.store_scale_event(
-                    &self.key,
-                    self.behavior.as_ref(),
-                    current,
-                    self.desired_replicas,
-                    now,
-                );
+                if written {
+                    state.store_scale_event(
+                        &self.key,
+                        self.behavior.as_ref(),
+                        current,
+                        self.desired_replicas,
+                        now,
+                    );
+                }
                 action = if self.desired_replicas > current {
                     ActionLabel::ScaleUp
                 } else {
@@ -951,6 +960,7 @@ mod tests {
                 replicas,
                 metric_name: name.into(),
                 timestamp: Some(now()),
+                detail: None,
             }),
         }
     }
@@ -1129,7 +1139,10 @@ mod tests {
             "cpu resource utilization (percentage of request) above target"
         );
         assert_eq!((d.desired_replicas, d.rescale), (6, true));
-        assert_eq!(d.normalization.unwrap().limit, LimitReason::ScaleUpLimit);
+        assert_eq!(
+            d.normalization.as_ref().unwrap().limit,
+            LimitReason::ScaleUpLimit
+        );
         let text = d.explain();
         assert!(
             text.contains(

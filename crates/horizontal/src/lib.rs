@@ -12,6 +12,10 @@
 //! through discovery and the scale subresource ([`scale_client`]), the event recorder with
 //! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
 //! with its queue and workers ([`controller`]).
+//!
+//! Beyond upstream: every decision is kept as a [`trace::DecisionTrace`] (rendered as text
+//! by [`explain`], exported as dashboard series by [`explain_metrics`]), and shadow mode
+//! compares decisions with the active controller's status without writing ([`shadow`]).
 
 pub use controller::{ControllerConfig, ControllerParts, HorizontalController, ReconcileError};
 
@@ -21,6 +25,8 @@ pub mod conditions;
 pub mod controller;
 pub mod decision;
 pub mod events;
+pub mod explain;
+pub mod explain_metrics;
 pub mod gofmt;
 pub mod monitor;
 pub mod normalize;
@@ -29,6 +35,8 @@ pub mod reconcile;
 pub mod recorder;
 pub mod scale_client;
 pub mod scale_events;
+pub mod shadow;
 pub mod state;
 pub mod status;
 pub mod tolerance;
+pub mod trace;

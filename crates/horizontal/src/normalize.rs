@@ -9,7 +9,9 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::behavior::{EffectiveBehavior, convert_desired_replicas_with_behavior_rate};
+use crate::behavior::{
+    EffectiveBehavior, PolicyLimit, convert_desired_replicas_with_behavior_rate,
+};
 use crate::conditions::{HpaCondition, LimitReason, StabilizationReason};
 use crate::recommendations::{
     TimestampedRecommendation, stabilize_recommendation, stabilize_recommendation_with_behaviors,
@@ -23,7 +25,7 @@ pub const SCALE_UP_LIMIT_MINIMUM: f64 = 4.0;
 
 /// Every step of one normalization, for the [`crate::decision::Decision`] record and the
 /// `AbleToScale` / `ScalingLimited` conditions it sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalization {
     /// Whether the behavior path (§5) ran; otherwise the legacy path (§4).
     pub with_behavior: bool,
@@ -41,6 +43,14 @@ pub struct Normalization {
     pub desired: i32,
     /// Which bound produced `desired`.
     pub limit: LimitReason,
+    /// The recommendation history the stabilization read (before this decision's own
+    /// recommendation was recorded), for traces.
+    pub recommendations: Vec<TimestampedRecommendation>,
+    /// The stabilization windows applied, in seconds: `(up, down)`; the legacy path has no
+    /// scale-up window (`0`) and the flag's downscale window.
+    pub windows_seconds: (i64, i64),
+    /// The behavior policies of the direction with their own limits (behavior path only).
+    pub policies: Vec<PolicyLimit>,
 }
 
 impl Normalization {
@@ -105,6 +115,7 @@ pub fn normalize_desired_replicas(
     window: SignedDuration,
     now: Timestamp,
 ) -> Normalization {
+    let recommendations = history.clone();
     let stabilized = stabilize_recommendation(history, prenormalized, window, now);
     let stabilization = if stabilized != prenormalized {
         StabilizationReason::ScaleDownStabilized
@@ -121,6 +132,9 @@ pub fn normalize_desired_replicas(
         rate_limit: Some(calculate_scale_up_limit(current)),
         desired,
         limit,
+        recommendations,
+        windows_seconds: (0, window.as_secs()),
+        policies: Vec::new(),
     }
 }
 
@@ -138,6 +152,7 @@ pub fn normalize_desired_replicas_with_behaviors(
     max_replicas: i32,
     now: Timestamp,
 ) -> Normalization {
+    let recommendations = history.clone();
     let (stabilized, reason) = stabilize_recommendation_with_behaviors(
         history,
         current,
@@ -169,6 +184,12 @@ pub fn normalize_desired_replicas_with_behaviors(
         rate_limit: limited.rate_limit,
         desired: limited.replicas,
         limit: limited.reason,
+        recommendations,
+        windows_seconds: (
+            i64::from(behavior.scale_up_window_seconds),
+            i64::from(behavior.scale_down_window_seconds),
+        ),
+        policies: limited.policies,
     }
 }
 

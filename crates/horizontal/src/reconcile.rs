@@ -131,6 +131,9 @@ impl Inner {
             tracing::info!(HPA = key, "Horizontal Pod Autoscaler has been deleted");
             self.state.forget(key);
             self.last_decisions.remove(key);
+            self.traces.forget(key);
+            self.shadow.forget(key);
+            self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
             return (true, Ok(()));
         };
@@ -250,6 +253,9 @@ impl Inner {
         });
         let calc_tolerances = Tolerances::new(tolerances.scale_down, tolerances.scale_up);
 
+        if self.config.shadow {
+            self.observe_target_change(key, &hpa, current, now);
+        }
         let branch = Branch::classify(current, min_replicas(&hpa), max_replicas(&hpa));
         let metrics = if branch.needs_metrics() {
             Some(
@@ -283,10 +289,15 @@ impl Inner {
         self.last_decisions.insert(key.to_owned(), decision.clone());
         // Events emitted while computing (selector, per-metric failures).
         for e in &decision.events {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
 
-        let rescale = if decision.rescale {
+        let shadow = self.config.shadow;
+        let rescale = if decision.rescale && shadow {
+            // Shadow mode writes nothing; the decision is rendered as the active controller
+            // renders it after a successful write, so that the two can be compared.
+            RescaleResult::Shadowed
+        } else if decision.rescale {
             match self
                 .update_scale_on_conflict(&namespace, &mapping, scale, decision.desired_replicas)
                 .await
@@ -300,9 +311,24 @@ impl Inner {
         let rescale_failed = matches!(rescale, RescaleResult::Failed(_));
         let outcome = decision.complete(&self.state, &original, rescale.clone());
         for e in outcome.events.iter().skip(decision.events.len()) {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
-        if rescale == RescaleResult::Succeeded {
+        let trace = crate::trace::DecisionTrace::new(
+            &decision,
+            &outcome,
+            crate::trace::TraceContext {
+                hpa: &hpa,
+                status_replicas,
+                rescale: &rescale,
+                shadow,
+            },
+        );
+        self.explain_metrics.observe_trace(&trace);
+        self.traces.record(trace);
+        if shadow {
+            self.compare_with_active(key, now, &original, current);
+        }
+        if rescale == RescaleResult::Succeeded && !shadow {
             tracing::info!(
                 HPA = key,
                 currentReplicas = current,
@@ -318,13 +344,13 @@ impl Inner {
             .observe_desired_replicas(&namespace, &name, outcome.desired_replicas);
 
         hpa.status = Some(outcome.status.clone());
-        let status_result = if outcome.status_changed {
+        let status_result = if outcome.status_changed && !shadow {
             self.update_status(&hpa).await
         } else {
             Ok(())
         };
         for e in &outcome.events_after_status {
-            self.recorder.record(&hpa, e);
+            self.record_event(&hpa, e);
         }
         let replaces = decision.failure.is_none() && !rescale_failed;
         let result = match status_result {
@@ -350,12 +376,10 @@ impl Inner {
         err: &str,
         now: Timestamp,
     ) {
-        self.recorder.record(
-            hpa,
-            &HpaEvent::FailedGetScale {
-                err: err.to_owned(),
-            },
-        );
+        let event = HpaEvent::FailedGetScale {
+            err: err.to_owned(),
+        };
+        self.record_event(hpa, &event);
         let mut status = original.clone();
         set_condition(
             status.conditions.get_or_insert_with(Vec::new),
@@ -365,9 +389,103 @@ impl Inner {
             now,
         );
         let changed = !status_semantically_equal(original, &status);
+        self.traces
+            .record(crate::trace::DecisionTrace::failed_get_scale(
+                &crate::caches::object_key(hpa),
+                hpa,
+                now,
+                err,
+                &status,
+                changed,
+                &event,
+                self.config.shadow,
+            ));
         hpa.status = Some(status);
-        if changed && let Err(e) = self.update_status(hpa).await {
+        if changed
+            && !self.config.shadow
+            && let Err(e) = self.update_status(hpa).await
+        {
             tracing::error!(error = %e, "updating status");
+        }
+    }
+
+    /// Shadow mode: the scale events the behavior policies count are the target's changes as
+    /// this controller observes them between its decisions (the active controller's
+    /// rescales, in effect), stored before deciding as upstream stores its own before its
+    /// next decision. (This controller's own rescales are never written.)
+    fn observe_target_change(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        current: i32,
+        now: Timestamp,
+    ) {
+        let Some(previous) = self.traces.latest_of(key).filter(|t| t.target.read) else {
+            return;
+        };
+        if previous.target.spec_replicas == current {
+            return;
+        }
+        let behavior = hpa
+            .spec
+            .as_ref()
+            .and_then(|s| s.behavior.as_ref())
+            .map(|b| {
+                crate::behavior::EffectiveBehavior::new(
+                    b,
+                    self.decision_config.downscale_stabilization_window,
+                )
+            });
+        self.state.store_scale_event(
+            key,
+            behavior.as_ref(),
+            previous.target.spec_replicas,
+            current,
+            now,
+        );
+    }
+
+    /// Shadow mode: compare the decisions kept for `key` with the status the active
+    /// controller last wrote (`theirs`, as read before this reconcile), count and keep the
+    /// result, and log a difference with both sides and the trace.
+    fn compare_with_active(
+        &self,
+        key: &str,
+        now: Timestamp,
+        theirs: &HorizontalPodAutoscalerStatus,
+        target_now: i32,
+    ) {
+        use crate::shadow::ShadowResult;
+        let ours = self.traces.get(key);
+        let comparison = crate::shadow::compare(key, now, theirs, target_now, &ours);
+        self.explain_metrics.observe_shadow(&comparison);
+        match comparison.result {
+            ShadowResult::Differ => {
+                let trace = comparison
+                    .trace
+                    .as_ref()
+                    .and_then(|t| serde_json::to_string(t).ok())
+                    .unwrap_or_default();
+                tracing::warn!(
+                    HPA = key,
+                    ours = ?comparison.ours,
+                    theirs = ?comparison.theirs,
+                    trace = %trace,
+                    "shadow: decision differs from the active controller's: {}",
+                    comparison.summary
+                );
+            }
+            ShadowResult::Agree | ShadowResult::Pending => {
+                tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
+            }
+        }
+        self.shadow.record(comparison);
+    }
+
+    /// Emit an event, unless in shadow mode (which writes nothing).
+    fn record_event(&self, hpa: &HorizontalPodAutoscaler, event: &HpaEvent) {
+        if !self.config.shadow {
+            self.recorder.record(hpa, event);
         }
     }
 
@@ -593,6 +711,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name: metric_names::object(&src.described_object.kind, &src.metric.name),
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         if target.type_ == "AverageValue"
@@ -640,6 +759,7 @@ impl Inner {
                     self.config.selector_style,
                 ),
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         let e = "invalid object metric source: neither a value target nor an average value target was set";
@@ -698,6 +818,7 @@ impl Inner {
             replicas: r.replica_count,
             metric_name: metric_names::pods(&src.metric.name),
             timestamp: r.timestamp,
+            detail: Some(r.detail),
         })
     }
 
@@ -778,6 +899,7 @@ impl Inner {
                     replicas: r.replica_count,
                     metric_name: metric_names::resource(resource),
                     timestamp: r.timestamp,
+                    detail: Some(r.detail),
                 },
             )
         } else if let Some(u) = target.average_utilization {
@@ -816,6 +938,7 @@ impl Inner {
                         metric_names::resource_utilization(resource)
                     },
                     timestamp: Some(r.timestamp),
+                    detail: Some(r.detail),
                 },
             )
         } else {
@@ -898,6 +1021,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name,
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         if let Some(v) = &src.target.value {
@@ -935,6 +1059,7 @@ impl Inner {
                 replicas: r.replica_count,
                 metric_name,
                 timestamp: r.timestamp,
+                detail: Some(r.detail),
             });
         }
         let e = "invalid external metric source: neither a value target nor an average value target was set";

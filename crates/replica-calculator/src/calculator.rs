@@ -18,12 +18,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::error::CalculatorError;
 use crate::pod_lister::PodLister;
 use crate::replicas::{
-    self, CalculatorConfig, PodSample, ResourceTarget, go_label_selector_string,
+    self, CalculationDetail, CalculatorConfig, PodSample, ResourceTarget, go_label_selector_string,
 };
 use crate::tolerances::Tolerances;
 
 /// The outcome of [`ReplicaCalculator::get_resource_replicas`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResourceReplicas {
     /// The proposed replica count.
     pub replica_count: i32,
@@ -33,10 +33,12 @@ pub struct ResourceReplicas {
     pub raw_utilization: i64,
     /// The timestamp of the metrics (the first item's).
     pub timestamp: Timestamp,
+    /// How the count was reached (usage ratio, pods counted).
+    pub detail: CalculationDetail,
 }
 
 /// The outcome of the usage-based methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MetricReplicas {
     /// The proposed replica count.
     pub replica_count: i32,
@@ -45,6 +47,8 @@ pub struct MetricReplicas {
     /// The metrics' timestamp; `None` where upstream returns Go's zero time (Object and
     /// External `Value` targets, a long-standing upstream quirk).
     pub timestamp: Option<Timestamp>,
+    /// How the count was reached (usage ratio, pods counted, values read).
+    pub detail: CalculationDetail,
 }
 
 /// Arguments of [`ReplicaCalculator::get_resource_replicas`] (Resource / ContainerResource with
@@ -268,6 +272,7 @@ impl ReplicaCalculator {
             utilization: proposal.utilization,
             raw_utilization: proposal.raw_utilization,
             timestamp,
+            detail: proposal.detail,
         })
     }
 
@@ -304,6 +309,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: Some(timestamp),
+            detail: proposal.detail,
         })
     }
 
@@ -343,6 +349,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: Some(timestamp),
+            detail: proposal.detail,
         })
     }
 
@@ -390,6 +397,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: None,
+            detail: proposal.detail,
         })
     }
 
@@ -421,6 +429,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: Some(timestamp),
+            detail: proposal.detail,
         })
     }
 
@@ -464,6 +473,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: None,
+            detail: proposal.detail,
         })
     }
 
@@ -486,6 +496,7 @@ impl ReplicaCalculator {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
             timestamp: Some(timestamp),
+            detail: proposal.detail,
         })
     }
 }

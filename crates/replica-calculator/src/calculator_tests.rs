@@ -327,13 +327,21 @@ async fn raw_resource_replicas_pass_the_container_and_apply_cpu_readiness() {
         .unwrap();
     // usage 3000 (ready pod only), ratio 3; with the unready pod at 0: 1500/1000 × 2 = 3.
     assert_eq!(
-        got,
-        MetricReplicas {
-            replica_count: 3,
-            usage: 3000,
-            timestamp: Some(metrics_ts()),
-        }
+        (got.replica_count, got.usage, got.timestamp),
+        (3, 3000, Some(metrics_ts()))
     );
+    // The trace detail: first ratio 3 (ready pod only), 1.5 after the fill-in; one ready
+    // pod, the other unready.
+    assert_eq!(got.detail.usage_ratio, 3.0);
+    assert_eq!(got.detail.recomputed_usage_ratio, Some(1.5));
+    let pods = got.detail.pods.unwrap();
+    assert_eq!(pods.ready_pod_count, 1);
+    assert!(pods.reasons["test-pod-1"].starts_with("cpu: "), "{pods:?}");
+    assert_eq!(
+        pods.unready_pods.into_iter().collect::<Vec<_>>(),
+        vec!["test-pod-1".to_owned()]
+    );
+    assert!(pods.missing_pods.is_empty() && pods.ignored_pods.is_empty());
 }
 
 #[tokio::test]

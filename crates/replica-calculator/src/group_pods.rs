@@ -1,7 +1,7 @@
 //! Pod classification for a replica calculation: upstream `groupPods` and `removeMetricsForPods`
 //! in `pkg/controller/podautoscaler/replica_calculator.go`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -40,7 +40,27 @@ pub struct PodGroups {
     pub missing_pods: BTreeSet<String>,
     /// Pods being deleted, and failed pods.
     pub ignored_pods: BTreeSet<String>,
+    /// Why each unready, missing or ignored pod was put there (for decision traces).
+    pub reasons: BTreeMap<String, &'static str>,
 }
+
+/// Why a pod is ignored: it is being deleted.
+pub const WHY_DELETED: &str = "being deleted";
+/// Why a pod is ignored: its phase is Failed.
+pub const WHY_FAILED: &str = "phase Failed";
+/// Why a pod is unready: its phase is Pending.
+pub const WHY_PENDING: &str = "phase Pending";
+/// Why a pod is missing: no sample.
+pub const WHY_NO_SAMPLE: &str = "no metric sample for this pod";
+/// Why a CPU sample is untrusted: no Ready condition or no start time.
+pub const WHY_NO_READINESS: &str = "cpu: no Ready condition or no start time";
+/// Why a CPU sample is untrusted: not Ready during the initialization period.
+pub const WHY_INITIALIZING_NOT_READY: &str =
+    "cpu: not Ready within --horizontal-pod-autoscaler-cpu-initialization-period of starting";
+/// Why a CPU sample is untrusted: Ready, but the sample's window began before it was.
+pub const WHY_INITIALIZING_WINDOW: &str = "cpu: within --horizontal-pod-autoscaler-cpu-initialization-period, and the sample was taken less than a metric window after the pod became Ready";
+/// Why a CPU sample is untrusted: the pod went not-Ready right after starting.
+pub const WHY_NEVER_READY: &str = "cpu: not Ready, and it went not Ready within --horizontal-pod-autoscaler-initial-readiness-delay of starting (never Ready)";
 
 fn pod_name(pod: &Pod) -> &str {
     pod.metadata.name.as_deref().unwrap_or_default()
@@ -73,18 +93,18 @@ fn add(t: Timestamp, d: Duration) -> Timestamp {
     t.saturating_add(d).unwrap_or(Timestamp::MAX)
 }
 
-/// Whether the CPU sample of a running pod must be treated as unready.
+/// Whether (and why) the CPU sample of a running pod must be treated as unready.
 fn cpu_sample_unready(
     pod: &Pod,
     metric_timestamp: Timestamp,
     metric_window: Duration,
     config: &ReadinessConfig,
     now: Timestamp,
-) -> bool {
+) -> Option<&'static str> {
     let condition = ready_condition(pod);
     let start_time = pod.status.as_ref().and_then(|s| s.start_time.as_ref());
     let (Some(condition), Some(start_time)) = (condition, start_time) else {
-        return true;
+        return Some(WHY_NO_READINESS);
     };
     let start_time = start_time.0;
     let last_transition = condition
@@ -95,10 +115,20 @@ fn cpu_sample_unready(
     if add(start_time, config.cpu_initialization_period) > now {
         // Still initialising: skip unless ready and one full window was sampled since the last
         // readiness transition.
-        not_ready || metric_timestamp < add(last_transition, metric_window)
-    } else {
+        if not_ready {
+            Some(WHY_INITIALIZING_NOT_READY)
+        } else if metric_timestamp < add(last_transition, metric_window) {
+            Some(WHY_INITIALIZING_WINDOW)
+        } else {
+            None
+        }
+    } else if not_ready
+        && add(start_time, config.delay_of_initial_readiness_status) > last_transition
+    {
         // Skip only a pod that went unready right after starting (never been ready).
-        not_ready && add(start_time, config.delay_of_initial_readiness_status) > last_transition
+        Some(WHY_NEVER_READY)
+    } else {
+        None
     }
 }
 
@@ -120,20 +150,29 @@ pub fn group_pods<'a>(
         let phase = pod_phase(pod);
         if pod.metadata.deletion_timestamp.is_some() || phase == "Failed" {
             groups.ignored_pods.insert(name.to_owned());
+            let why = if pod.metadata.deletion_timestamp.is_some() {
+                WHY_DELETED
+            } else {
+                WHY_FAILED
+            };
+            groups.reasons.insert(name.to_owned(), why);
             continue;
         }
         if phase == "Pending" {
             groups.unready_pods.insert(name.to_owned());
+            groups.reasons.insert(name.to_owned(), WHY_PENDING);
             continue;
         }
         let Some(metric) = metrics.get(name) else {
             groups.missing_pods.insert(name.to_owned());
+            groups.reasons.insert(name.to_owned(), WHY_NO_SAMPLE);
             continue;
         };
         if resource == RESOURCE_CPU
-            && cpu_sample_unready(pod, metric.timestamp, metric.window, config, now)
+            && let Some(why) = cpu_sample_unready(pod, metric.timestamp, metric.window, config, now)
         {
             groups.unready_pods.insert(name.to_owned());
+            groups.reasons.insert(name.to_owned(), why);
             continue;
         }
         groups.ready_pod_count += 1;

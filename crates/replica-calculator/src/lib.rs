@@ -32,7 +32,8 @@ mod upstream_tests;
 pub use error::CalculatorError;
 pub use group_pods::{GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods};
 pub use replicas::{
-    CalculatorConfig, PodSample, ResourceTarget, UsageProposal, UtilizationProposal,
+    CalculationDetail, CalculatorConfig, PodSample, ResourceTarget, UsageProposal,
+    UtilizationProposal,
 };
 pub use tolerances::Tolerances;
 

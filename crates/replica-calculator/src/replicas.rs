@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::error::CalculatorError;
 use crate::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
 use crate::group_pods::{
-    GO_ZERO_TIME, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
+    GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
 };
 use crate::requests::calculate_requests;
 use crate::tolerances::Tolerances;
@@ -72,8 +72,26 @@ pub struct ResourceTarget<'a> {
     pub target_utilization: i32,
 }
 
+/// How a proposal was reached, for decision traces: the usage ratio(s) and the pods counted.
+/// Filled by the same arithmetic that produces the count; nothing here is recomputed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CalculationDetail {
+    /// The usage ratio compared with the tolerance band (current / target).
+    pub usage_ratio: f64,
+    /// The ratio after missing and unready pods were filled in conservatively (pod-based
+    /// metrics only, when a fill-in happened).
+    pub recomputed_usage_ratio: Option<f64>,
+    /// How the listed pods were counted (pod-based metrics: Resource, ContainerResource, Pods).
+    pub pods: Option<PodGroups>,
+    /// The number of ready, running pods the ratio was multiplied by (Object and External
+    /// `Value` targets, when the count was outside the tolerance).
+    pub ready_pods: Option<i64>,
+    /// The values read (External metrics: one per series), milli-units.
+    pub values: Vec<i64>,
+}
+
 /// The outcome of a utilization calculation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UtilizationProposal {
     /// The proposed replica count.
     pub replica_count: i32,
@@ -81,15 +99,19 @@ pub struct UtilizationProposal {
     pub utilization: i32,
     /// The average raw usage per pod (milli-units) before any fill-in.
     pub raw_utilization: i64,
+    /// How the count was reached.
+    pub detail: CalculationDetail,
 }
 
 /// The outcome of a usage (value / average value) calculation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UsageProposal {
     /// The proposed replica count.
     pub replica_count: i32,
     /// The usage reported in the HPA status (milli-units; per pod for average-value targets).
     pub usage: i64,
+    /// How the count was reached.
+    pub detail: CalculationDetail,
 }
 
 fn fill(metrics: &mut PodMetricsInfo, pods: &BTreeSet<String>, value: impl Fn(&str) -> i64) {
@@ -161,20 +183,27 @@ pub fn resource_replicas(
     )?;
     let (usage_ratio, utilization, raw_utilization) =
         get_resource_utilization_ratio(&metrics, &requests, target.target_utilization)?;
-    let proposal = |replica_count| UtilizationProposal {
+    let mut detail = CalculationDetail {
+        usage_ratio,
+        pods: Some(groups.clone()),
+        ..CalculationDetail::default()
+    };
+    let proposal = |replica_count, detail: &CalculationDetail| UtilizationProposal {
         replica_count,
         utilization,
         raw_utilization,
+        detail: detail.clone(),
     };
 
     let scale_up_with_unready = !groups.unready_pods.is_empty() && usage_ratio > 1.0;
     if !scale_up_with_unready && groups.missing_pods.is_empty() {
         if tolerances.is_within(usage_ratio) {
-            return Ok(proposal(current_replicas));
+            return Ok(proposal(current_replicas, &detail));
         }
-        return Ok(proposal(ceil_to_i32(
-            usage_ratio * groups.ready_pod_count as f64,
-        )));
+        return Ok(proposal(
+            ceil_to_i32(usage_ratio * groups.ready_pod_count as f64),
+            &detail,
+        ));
     }
 
     if !groups.missing_pods.is_empty() {
@@ -200,14 +229,15 @@ pub fn resource_replicas(
 
     let (new_usage_ratio, _, _) =
         get_resource_utilization_ratio(&metrics, &requests, target.target_utilization)?;
+    detail.recomputed_usage_ratio = Some(new_usage_ratio);
     if keeps_current(&tolerances, usage_ratio, new_usage_ratio) {
-        return Ok(proposal(current_replicas));
+        return Ok(proposal(current_replicas, &detail));
     }
     let new_replicas = ceil_to_i32(new_usage_ratio * metrics.len() as f64);
     if contradicts_direction(new_usage_ratio, new_replicas, current_replicas) {
-        return Ok(proposal(current_replicas));
+        return Ok(proposal(current_replicas, &detail));
     }
-    Ok(proposal(new_replicas))
+    Ok(proposal(new_replicas, &detail))
 }
 
 /// Upstream `calcPlainMetricReplicas` (raw resource `AverageValue` and `Pods` metrics): like
@@ -244,19 +274,26 @@ pub fn plain_metric_replicas(
     }
 
     let (usage_ratio, usage) = get_metric_usage_ratio(&metrics, target_usage);
-    let proposal = |replica_count| UsageProposal {
+    let mut detail = CalculationDetail {
+        usage_ratio,
+        pods: Some(groups.clone()),
+        ..CalculationDetail::default()
+    };
+    let proposal = |replica_count, detail: &CalculationDetail| UsageProposal {
         replica_count,
         usage,
+        detail: detail.clone(),
     };
 
     let scale_up_with_unready = !groups.unready_pods.is_empty() && usage_ratio > 1.0;
     if !scale_up_with_unready && groups.missing_pods.is_empty() {
         if tolerances.is_within(usage_ratio) {
-            return Ok(proposal(current_replicas));
+            return Ok(proposal(current_replicas, &detail));
         }
-        return Ok(proposal(ceil_to_i32(
-            usage_ratio * groups.ready_pod_count as f64,
-        )));
+        return Ok(proposal(
+            ceil_to_i32(usage_ratio * groups.ready_pod_count as f64),
+            &detail,
+        ));
     }
 
     if !groups.missing_pods.is_empty() {
@@ -271,14 +308,15 @@ pub fn plain_metric_replicas(
     }
 
     let (new_usage_ratio, _) = get_metric_usage_ratio(&metrics, target_usage);
+    detail.recomputed_usage_ratio = Some(new_usage_ratio);
     if keeps_current(&tolerances, usage_ratio, new_usage_ratio) {
-        return Ok(proposal(current_replicas));
+        return Ok(proposal(current_replicas, &detail));
     }
     let new_replicas = ceil_to_i32(new_usage_ratio * metrics.len() as f64);
     if contradicts_direction(new_usage_ratio, new_replicas, current_replicas) {
-        return Ok(proposal(current_replicas));
+        return Ok(proposal(current_replicas, &detail));
     }
-    Ok(proposal(new_replicas))
+    Ok(proposal(new_replicas, &detail))
 }
 
 /// Upstream `getReadyPodsCount`: the number of listed pods that are `Running` and Ready; an
@@ -309,18 +347,29 @@ pub fn usage_ratio_replica_count(
     tolerances: Tolerances,
     ready_pods: impl FnOnce() -> Result<i64, CalculatorError>,
 ) -> Result<i32, CalculatorError> {
+    usage_ratio_replica_count_with_ready(current_replicas, usage_ratio, tolerances, ready_pods)
+        .map(|(replicas, _)| replicas)
+}
+
+/// [`usage_ratio_replica_count`], also returning the ready-pod count when it was needed.
+fn usage_ratio_replica_count_with_ready(
+    current_replicas: i32,
+    usage_ratio: f64,
+    tolerances: Tolerances,
+    ready_pods: impl FnOnce() -> Result<i64, CalculatorError>,
+) -> Result<(i32, Option<i64>), CalculatorError> {
     if current_replicas == 0 {
-        return Ok(ceil_to_i32(usage_ratio));
+        return Ok((ceil_to_i32(usage_ratio), None));
     }
     if tolerances.is_within(usage_ratio) {
-        return Ok(current_replicas);
+        return Ok((current_replicas, None));
     }
     let ready = ready_pods().map_err(|e| CalculatorError::ReadyPods(Box::new(e)))?;
     let replicas = usage_ratio * ready as f64;
     if replicas > f64::from(i32::MAX) {
-        Ok(i32::MAX)
+        Ok((i32::MAX, Some(ready)))
     } else {
-        Ok(ceil_to_i32(replicas))
+        Ok((ceil_to_i32(replicas), Some(ready)))
     }
 }
 
@@ -333,11 +382,20 @@ pub fn object_metric_replicas(
     ready_pods: impl FnOnce() -> Result<i64, CalculatorError>,
 ) -> Result<UsageProposal, CalculatorError> {
     let usage_ratio = usage as f64 / target_usage as f64;
-    let replica_count =
-        usage_ratio_replica_count(current_replicas, usage_ratio, tolerances, ready_pods)?;
+    let (replica_count, ready) = usage_ratio_replica_count_with_ready(
+        current_replicas,
+        usage_ratio,
+        tolerances,
+        ready_pods,
+    )?;
     Ok(UsageProposal {
         replica_count,
         usage,
+        detail: CalculationDetail {
+            usage_ratio,
+            ready_pods: ready,
+            ..CalculationDetail::default()
+        },
     })
 }
 
@@ -359,6 +417,10 @@ pub fn object_per_pod_metric_replicas(
     UsageProposal {
         replica_count,
         usage: f64_to_i64((usage as f64 / f64::from(status_replicas)).ceil()),
+        detail: CalculationDetail {
+            usage_ratio,
+            ..CalculationDetail::default()
+        },
     }
 }
 
@@ -398,11 +460,21 @@ pub fn external_metric_replicas(
 ) -> Result<UsageProposal, CalculatorError> {
     let usage = sum_external_values(values);
     let usage_ratio = usage as f64 / target_usage as f64;
-    let replica_count =
-        usage_ratio_replica_count(current_replicas, usage_ratio, tolerances, ready_pods)?;
+    let (replica_count, ready) = usage_ratio_replica_count_with_ready(
+        current_replicas,
+        usage_ratio,
+        tolerances,
+        ready_pods,
+    )?;
     Ok(UsageProposal {
         replica_count,
         usage,
+        detail: CalculationDetail {
+            usage_ratio,
+            ready_pods: ready,
+            values: values.to_vec(),
+            ..CalculationDetail::default()
+        },
     })
 }
 
@@ -434,6 +506,11 @@ pub fn external_per_pod_metric_replicas(
     UsageProposal {
         replica_count,
         usage,
+        detail: CalculationDetail {
+            usage_ratio,
+            values: values.to_vec(),
+            ..CalculationDetail::default()
+        },
     }
 }
 

@@ -1618,8 +1618,18 @@ fn group_pods_upstream_cases() {
             unready_pods: set(case.expect_unready),
             missing_pods: set(case.expect_missing),
             ignored_pods: set(case.expect_ignored),
+            reasons: got.reasons.clone(),
         };
         assert_eq!(want, got, "{}", case.name);
+        // Every pod not counted as ready has its reason.
+        let noted: BTreeSet<&String> = got.reasons.keys().collect();
+        let grouped: BTreeSet<&String> = got
+            .unready_pods
+            .iter()
+            .chain(&got.missing_pods)
+            .chain(&got.ignored_pods)
+            .collect();
+        assert_eq!(noted, grouped, "{}", case.name);
     }
 }
 

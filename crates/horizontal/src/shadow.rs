@@ -1,0 +1,513 @@
+//! Shadow mode: compare this controller's decision with what the active controller
+//! (kube-controller-manager) last wrote, without writing anything.
+//!
+//! No upstream counterpart. The comparison is pure ([`compare`]); [`ShadowStore`] keeps the
+//! last comparison and the last [`DIFFERENCES_PER_HPA`] differences of every HPA for
+//! `/debug/shadow`.
+//!
+//! The other side is only compared when its status is *newer than the inputs* of the
+//! decision it is compared with. The HPA status records what the active controller read:
+//! `currentReplicas` (the target's `spec.replicas` it saw) and `currentMetrics` (the values
+//! it read). The decision compared is this controller's newest kept decision made from
+//! those same inputs (the current one, or an earlier one when the active controller has
+//! just scaled the target); its `desiredReplicas`, the target's replicas after it, and the
+//! condition reasons are compared. When no kept decision saw those inputs, the active
+//! controller has not run since the inputs changed: the comparison is `pending`, naming the
+//! input (target replicas or metric values).
+
+use std::collections::VecDeque;
+
+use dashmap::DashMap;
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscalerStatus, MetricValueStatus};
+use serde::{Deserialize, Serialize};
+
+use crate::trace::DecisionTrace;
+
+/// How many differences are kept per HPA.
+pub const DIFFERENCES_PER_HPA: usize = 10;
+
+/// The condition types compared (their reasons).
+pub const COMPARED_CONDITIONS: [&str; 3] = ["AbleToScale", "ScalingActive", "ScalingLimited"];
+
+/// The outcome of one comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ShadowResult {
+    /// Same desired replicas, target replicas and condition reasons.
+    Agree,
+    /// A real difference on the same inputs.
+    Differ,
+    /// Not compared: the other controller has not run since the inputs changed.
+    Pending,
+}
+
+impl ShadowResult {
+    /// The `result` label (`agree`, `differ`) or `pending`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShadowResult::Agree => "agree",
+            ShadowResult::Differ => "differ",
+            ShadowResult::Pending => "pending",
+        }
+    }
+}
+
+/// Why a comparison was not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PendingReason {
+    /// The HPA has no status from the other controller yet.
+    NoStatus,
+    /// The target's replicas differ from the `currentReplicas` the other side recorded.
+    TargetChanged,
+    /// The metric values differ from the `currentMetrics` the other side recorded.
+    MetricsChanged,
+}
+
+impl PendingReason {
+    /// The `reason` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingReason::NoStatus => "no_status",
+            PendingReason::TargetChanged => "target_changed",
+            PendingReason::MetricsChanged => "metrics_changed",
+        }
+    }
+}
+
+/// One side's decision, as far as it can be compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Side {
+    /// `status.desiredReplicas`.
+    pub desired_replicas: i32,
+    /// The target's replicas after the decision (the other side: as read now).
+    pub target_replicas: i32,
+    /// `status.currentReplicas` (what the side read as the target's replicas).
+    pub current_replicas: i32,
+    /// `type=reason` of the compared conditions, sorted by type.
+    pub conditions: Vec<String>,
+}
+
+/// One comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowComparison {
+    /// `namespace/name`.
+    pub hpa: String,
+    /// When this controller decided.
+    pub time: Timestamp,
+    /// The result.
+    pub result: ShadowResult,
+    /// Why not compared (pending only).
+    pub pending: Option<PendingReason>,
+    /// One sentence: what agreed, differed, or which input changed.
+    pub summary: String,
+    /// What differs, one line each (differ only).
+    pub differences: Vec<String>,
+    /// This controller's side.
+    pub ours: Side,
+    /// The active controller's side, as last written.
+    pub theirs: Side,
+    /// This controller's trace of the decision.
+    pub trace: Option<DecisionTrace>,
+}
+
+fn compared<'a>(conditions: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut out: Vec<String> = conditions
+        .filter(|(t, _)| COMPARED_CONDITIONS.contains(t))
+        .map(|(t, r)| format!("{t}={r}"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn their_conditions(status: &HorizontalPodAutoscalerStatus) -> Vec<String> {
+    compared(
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| (c.type_.as_str(), c.reason.as_deref().unwrap_or(""))),
+    )
+}
+
+fn our_conditions(trace: &DecisionTrace) -> Vec<String> {
+    compared(
+        trace
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.reason.as_str())),
+    )
+}
+
+/// The metric values a status records, one per metric (`None` for a failed one).
+fn their_metrics(status: &HorizontalPodAutoscalerStatus) -> Vec<Option<MetricValueStatus>> {
+    status
+        .current_metrics
+        .iter()
+        .flatten()
+        .map(crate::trace::metric_current)
+        .collect()
+}
+
+fn our_metrics(trace: &DecisionTrace) -> Vec<Option<MetricValueStatus>> {
+    trace.metrics.iter().map(|m| m.current.clone()).collect()
+}
+
+fn same_metrics(a: &[Option<MetricValueStatus>], b: &[Option<MetricValueStatus>]) -> bool {
+    let norm = |v: &[Option<MetricValueStatus>]| -> Vec<MetricValueStatus> {
+        v.iter().map(|m| m.clone().unwrap_or_default()).collect()
+    };
+    norm(a) == norm(b)
+}
+
+/// Compare this controller's decisions with the other side's last status.
+///
+/// `theirs` is the HPA status as read at the start of the reconcile (written by the active
+/// controller), `target_now` the target's `spec.replicas` read by this reconcile, and
+/// `ours` this controller's kept decisions of the HPA, oldest first, the current one last.
+/// The decision compared is the newest of `ours` made from the inputs the other side
+/// recorded (the same target replicas and metric values); without one, the other side has
+/// not run since the inputs changed and the result is [`ShadowResult::Pending`].
+pub fn compare(
+    hpa: &str,
+    time: Timestamp,
+    theirs: &HorizontalPodAutoscalerStatus,
+    target_now: i32,
+    ours: &[DecisionTrace],
+) -> ShadowComparison {
+    let their_side = Side {
+        desired_replicas: theirs.desired_replicas,
+        target_replicas: target_now,
+        current_replicas: theirs.current_replicas.unwrap_or(0),
+        conditions: their_conditions(theirs),
+    };
+    let their_values = their_metrics(theirs);
+    let latest = ours.last();
+    let side_of = |t: &DecisionTrace| Side {
+        desired_replicas: t.desired_replicas,
+        target_replicas: if t.rescale {
+            t.desired_replicas
+        } else {
+            t.target.spec_replicas
+        },
+        current_replicas: t.target.spec_replicas,
+        conditions: our_conditions(t),
+    };
+    let pending = |reason: PendingReason, summary: String, ours: Side| ShadowComparison {
+        hpa: hpa.to_owned(),
+        time,
+        result: ShadowResult::Pending,
+        pending: Some(reason),
+        summary,
+        differences: Vec::new(),
+        ours,
+        theirs: their_side.clone(),
+        trace: None,
+    };
+    let latest_side = latest.map(side_of).unwrap_or(Side {
+        desired_replicas: 0,
+        target_replicas: target_now,
+        current_replicas: target_now,
+        conditions: Vec::new(),
+    });
+    if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
+        return pending(
+            PendingReason::NoStatus,
+            "the other controller has not written a status for this HPA yet".to_owned(),
+            latest_side,
+        );
+    }
+    let matched = ours.iter().rev().find(|t| {
+        t.target.read
+            && t.target.spec_replicas == their_side.current_replicas
+            && same_metrics(&our_metrics(t), &their_values)
+    });
+    let Some(matched) = matched else {
+        let replicas_seen = ours
+            .iter()
+            .any(|t| t.target.read && t.target.spec_replicas == their_side.current_replicas);
+        return if replicas_seen {
+            pending(
+                PendingReason::MetricsChanged,
+                format!(
+                    "not compared: the other controller has not run since the inputs changed (the metric values it recorded with the target at {} replicas were not read by any of this controller's last {} decisions)",
+                    their_side.current_replicas,
+                    ours.len()
+                ),
+                latest_side,
+            )
+        } else {
+            pending(
+                PendingReason::TargetChanged,
+                format!(
+                    "not compared: the other controller has not run since the inputs changed (its status was computed with the target at {} replicas; the target now has {}, and none of this controller's last {} decisions saw {})",
+                    their_side.current_replicas,
+                    target_now,
+                    ours.len(),
+                    their_side.current_replicas
+                ),
+                latest_side,
+            )
+        };
+    };
+    let our_side = side_of(matched);
+    let mut differences = Vec::new();
+    if our_side.desired_replicas != their_side.desired_replicas {
+        differences.push(format!(
+            "desiredReplicas: ours {}, theirs {}",
+            our_side.desired_replicas, their_side.desired_replicas
+        ));
+    }
+    if our_side.target_replicas != their_side.target_replicas {
+        differences.push(format!(
+            "target replicas: ours {}, theirs {}",
+            our_side.target_replicas, their_side.target_replicas
+        ));
+    }
+    if our_side.conditions != their_side.conditions {
+        differences.push(format!(
+            "conditions: ours [{}], theirs [{}]",
+            our_side.conditions.join(" "),
+            their_side.conditions.join(" ")
+        ));
+    }
+    let basis = format!(
+        "same inputs (target at {} replicas, the same metric values; this controller decided at {})",
+        our_side.current_replicas, matched.time
+    );
+    let (result, summary) = if differences.is_empty() {
+        (
+            ShadowResult::Agree,
+            format!(
+                "{basis}: both decided {} replicas with the same condition reasons",
+                our_side.desired_replicas
+            ),
+        )
+    } else {
+        (
+            ShadowResult::Differ,
+            format!("{basis}, different decision: {}", differences.join("; ")),
+        )
+    };
+    ShadowComparison {
+        hpa: hpa.to_owned(),
+        time,
+        result,
+        pending: None,
+        summary,
+        differences,
+        ours: our_side,
+        theirs: their_side,
+        trace: Some(matched.clone()),
+    }
+}
+
+/// The shadow state of one HPA.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowRecord {
+    /// The last comparison (without its trace).
+    pub latest: Option<ShadowComparison>,
+    /// The last differences, oldest first, each with its trace.
+    pub differences: VecDeque<ShadowComparison>,
+}
+
+/// The shadow comparisons of every HPA.
+#[derive(Debug, Default)]
+pub struct ShadowStore {
+    records: DashMap<String, ShadowRecord>,
+}
+
+impl ShadowStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keep a comparison: always as the latest; with its trace among the differences when
+    /// it is one.
+    pub fn record(&self, comparison: ShadowComparison) {
+        let mut entry = self.records.entry(comparison.hpa.clone()).or_default();
+        let mut latest = comparison.clone();
+        latest.trace = None;
+        entry.latest = Some(latest);
+        if comparison.result == ShadowResult::Differ {
+            entry.differences.push_back(comparison);
+            while entry.differences.len() > DIFFERENCES_PER_HPA {
+                entry.differences.pop_front();
+            }
+        }
+    }
+
+    /// Every HPA's record, sorted by key.
+    pub fn all(&self) -> Vec<(String, ShadowRecord)> {
+        let mut out: Vec<(String, ShadowRecord)> = self
+            .records
+            .iter()
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// One HPA's record.
+    pub fn get(&self, key: &str) -> Option<ShadowRecord> {
+        self.records.get(key).map(|r| r.clone())
+    }
+
+    /// Forget a deleted HPA.
+    pub fn forget(&self, key: &str) {
+        self.records.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::autoscaling::v2::{
+        HorizontalPodAutoscalerCondition, MetricStatus, ResourceMetricStatus,
+    };
+
+    use super::*;
+
+    const OK: &[(&str, &str)] = &[
+        ("AbleToScale", "SucceededRescale"),
+        ("ScalingActive", "ValidMetricFound"),
+        ("ScalingLimited", "DesiredWithinRange"),
+    ];
+
+    fn now() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn cpu(utilization: i32) -> MetricValueStatus {
+        MetricValueStatus {
+            average_utilization: Some(utilization),
+            ..Default::default()
+        }
+    }
+
+    fn theirs(
+        current: i32,
+        desired: i32,
+        utilization: i32,
+        reasons: &[(&str, &str)],
+    ) -> HorizontalPodAutoscalerStatus {
+        HorizontalPodAutoscalerStatus {
+            current_replicas: Some(current),
+            desired_replicas: desired,
+            current_metrics: Some(vec![MetricStatus {
+                type_: "Resource".into(),
+                resource: Some(ResourceMetricStatus {
+                    name: "cpu".into(),
+                    current: cpu(utilization),
+                }),
+                ..Default::default()
+            }]),
+            conditions: Some(
+                reasons
+                    .iter()
+                    .map(|(t, r)| HorizontalPodAutoscalerCondition {
+                        type_: (*t).to_owned(),
+                        status: "True".to_owned(),
+                        reason: Some((*r).to_owned()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    /// One of our decisions: the target at `current`, cpu at `utilization`, `desired`.
+    fn ours(current: i32, utilization: i32, desired: i32) -> DecisionTrace {
+        let conditions: Vec<serde_json::Value> = OK
+            .iter()
+            .map(|(t, r)| serde_json::json!({"type": t, "status": "True", "reason": r, "message": ""}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "version": crate::trace::TRACE_VERSION,
+            "hpa": "ns/a",
+            "time": "2026-01-01T00:00:00Z",
+            "target": {"reference": "Deployment/ns/a", "specReplicas": current, "statusReplicas": current},
+            "minReplicas": 1, "maxReplicas": 10, "branch": "FromMetrics", "tolerance": null,
+            "metrics": [{
+                "type": "Resource", "name": "cpu", "target": null,
+                "current": {"averageUtilization": utilization},
+                "usageRatio": null, "recomputedUsageRatio": null, "withinTolerance": null,
+                "pods": null, "readyPods": null, "proposal": desired, "proposalName": null, "error": null
+            }],
+            "winner": null, "metricsError": null, "prenormalized": desired, "stabilization": null,
+            "rateLimit": null, "clamp": {"min": 1, "max": 10, "boundBy": "DesiredWithinRange"},
+            "desiredReplicas": desired, "rescale": desired != current, "rescaleReason": "",
+            "write": {"scale": "shadow", "statusChanged": true, "shadow": true},
+            "conditions": conditions, "events": [], "error": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn agree_with_the_decision_made_from_the_same_inputs() {
+        // The other side scaled 2 -> 4; we decided the same at 2, and now see 4.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[ours(2, 100, 4), ours(4, 50, 4)],
+        );
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+        assert_eq!(c.ours.current_replicas, 2);
+        assert!(c.trace.is_some());
+    }
+
+    #[test]
+    fn differ_names_each_difference() {
+        let c = compare("ns/a", now(), &theirs(2, 2, 100, OK), 2, &[ours(2, 100, 4)]);
+        assert_eq!(c.result, ShadowResult::Differ);
+        assert_eq!(
+            c.differences,
+            vec![
+                "desiredReplicas: ours 4, theirs 2".to_owned(),
+                "target replicas: ours 4, theirs 2".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lagging_other_side_is_pending_and_says_which_input() {
+        // It last ran with the target at 7, which none of our decisions saw.
+        let c = compare("ns/a", now(), &theirs(7, 7, 100, OK), 2, &[ours(2, 100, 4)]);
+        assert_eq!(c.result, ShadowResult::Pending);
+        assert_eq!(c.pending, Some(PendingReason::TargetChanged));
+        // Same replicas, other metric values.
+        let c = compare("ns/a", now(), &theirs(2, 2, 60, OK), 2, &[ours(2, 100, 4)]);
+        assert_eq!(c.pending, Some(PendingReason::MetricsChanged));
+        let none = HorizontalPodAutoscalerStatus::default();
+        let c = compare("ns/a", now(), &none, 2, &[ours(2, 100, 4)]);
+        assert_eq!(c.pending, Some(PendingReason::NoStatus));
+    }
+
+    #[test]
+    fn store_keeps_ten_differences() {
+        let store = ShadowStore::new();
+        for i in 0..12 {
+            let c = compare(
+                "ns/a",
+                now(),
+                &theirs(2, 2, 100, OK),
+                2,
+                &[ours(2, 100, 3 + i)],
+            );
+            store.record(c);
+        }
+        let r = store.get("ns/a").unwrap();
+        assert_eq!(r.differences.len(), DIFFERENCES_PER_HPA);
+        assert_eq!(r.differences[0].ours.desired_replicas, 5);
+        assert!(r.latest.unwrap().trace.is_none());
+        store.forget("ns/a");
+        assert!(store.get("ns/a").is_none());
+    }
+}

@@ -1,0 +1,790 @@
+//! Decision traces: why an HPA did what it did, rendered from the [`Decision`] and the
+//! [`Outcome`] that also render its status and events (no second computation).
+//!
+//! No upstream counterpart (KEP-6107 "decision trace" is provisional upstream). The JSON
+//! shape is versioned by [`TRACE_VERSION`] and documented in `docs/decision-trace.md`; it is
+//! served at `/debug/hpa/NAMESPACE/NAME` and read by `hpactl explain`. [`TraceStore`] keeps
+//! the last [`TRACES_PER_HPA`] traces of every HPA and forgets an HPA when it is deleted.
+
+use std::collections::VecDeque;
+
+use dashmap::DashMap;
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::{
+    HorizontalPodAutoscaler, MetricSpec, MetricStatus, MetricTarget, MetricValueStatus,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::behavior::PolicyType;
+use crate::decision::{Branch, Decision, Outcome, RescaleResult};
+
+/// The `version` of every trace this build writes.
+pub const TRACE_VERSION: &str = "hpa.trace/v1";
+
+/// How many decisions are kept per HPA.
+pub const TRACES_PER_HPA: usize = 10;
+
+/// How many pods of each kind (unready, missing, ignored) a trace names; the counts are
+/// always whole.
+pub const PODS_NAMED: usize = 50;
+
+/// Why an unready pod's sample was not counted as is, when the calculator did not say.
+pub const WHY_UNREADY: &str = "Pending, or (cpu only) its sample is not trusted yet: not Ready, or started within --horizontal-pod-autoscaler-cpu-initialization-period without a full metric window since it became Ready";
+/// Why a missing pod was filled in (its only reason).
+pub const WHY_MISSING: &str = hpa_replica_calculator::group_pods::WHY_NO_SAMPLE;
+/// Why an ignored pod was left out.
+pub const WHY_IGNORED: &str = "being deleted, or Failed";
+
+/// One decision of one HPA, top to bottom.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionTrace {
+    /// [`TRACE_VERSION`].
+    pub version: String,
+    /// `namespace/name` of the HPA.
+    pub hpa: String,
+    /// When the decision was made.
+    pub time: Timestamp,
+    /// Whether this trace is a fresh computation without the controller's history (made by
+    /// `hpactl explain` against a cluster) rather than a running controller's decision.
+    #[serde(default)]
+    pub without_history: bool,
+    /// The scale target as read.
+    pub target: TargetTrace,
+    /// `spec.minReplicas` (defaulted) and `spec.maxReplicas`.
+    pub min_replicas: i32,
+    /// `spec.maxReplicas`.
+    pub max_replicas: i32,
+    /// Which path the reconcile took: `ScalingDisabled`, `AboveMax`, `BelowMin`,
+    /// `FromMetrics`, or `FailedGetScale` (stopped before deciding).
+    pub branch: String,
+    /// The tolerance band the metrics were computed with.
+    pub tolerance: Option<ToleranceTrace>,
+    /// Every metric of `spec.metrics`, in order.
+    pub metrics: Vec<MetricTrace>,
+    /// The metric whose proposal was used (the largest), if any.
+    pub winner: Option<WinnerTrace>,
+    /// The aggregated metric error, if any metric failed.
+    pub metrics_error: Option<String>,
+    /// The count the metrics asked for, before stabilization and limits.
+    pub prenormalized: Option<i32>,
+    /// The stabilization window (when metrics were used).
+    pub stabilization: Option<StabilizationTrace>,
+    /// The rate limit (behavior policies or the legacy 2x/4 rule).
+    pub rate_limit: Option<RateLimitTrace>,
+    /// The min/max clamp and which bound produced the final count.
+    pub clamp: ClampTrace,
+    /// The final desired replica count (`status.desiredReplicas`).
+    pub desired_replicas: i32,
+    /// Whether the scale was to be written, and why.
+    pub rescale: bool,
+    /// `rescaleReason` (the event's reason text).
+    pub rescale_reason: String,
+    /// What was written.
+    pub write: WriteTrace,
+    /// The conditions as written (or as they would be in shadow mode).
+    pub conditions: Vec<ConditionTrace>,
+    /// The events emitted (or, in shadow mode, that the active controller emits).
+    pub events: Vec<EventTrace>,
+    /// The error returned by the reconcile, if any.
+    pub error: Option<String>,
+}
+
+/// The scale target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetTrace {
+    /// `kind/namespace/name`.
+    pub reference: String,
+    /// `scale.spec.replicas`.
+    pub spec_replicas: i32,
+    /// `scale.status.replicas`.
+    pub status_replicas: i32,
+    /// Whether the scale subresource was read (`false` on the `FailedGetScale` path, where
+    /// the replica counts mean nothing).
+    #[serde(default = "read_default")]
+    pub read: bool,
+}
+
+fn read_default() -> bool {
+    true
+}
+
+/// The tolerance band: a usage ratio inside `[low, high]` keeps the current count.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToleranceTrace {
+    /// Scale-down tolerance.
+    pub scale_down: f64,
+    /// Scale-up tolerance.
+    pub scale_up: f64,
+    /// `1 - scaleDown`.
+    pub low: f64,
+    /// `1 + scaleUp`.
+    pub high: f64,
+}
+
+/// A pod that was not counted as ready, with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodNote {
+    /// `metadata.name`.
+    pub name: String,
+    /// Why it was treated so.
+    pub why: String,
+}
+
+/// How the listed pods were counted (pod-based metrics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodsTrace {
+    /// Pods whose sample counted as is.
+    pub ready: usize,
+    /// Pods whose sample was dropped (filled in with 0 on a scale-up).
+    pub unready: Vec<PodNote>,
+    /// Pods without a sample (filled in: the target on a scale-down, 0 on a scale-up).
+    pub missing: Vec<PodNote>,
+    /// Pods left out entirely.
+    pub ignored: Vec<PodNote>,
+    /// How many pods were unready (`unready` names at most [`PODS_NAMED`]).
+    pub unready_count: usize,
+    /// How many pods had no sample.
+    pub missing_count: usize,
+    /// How many pods were ignored.
+    pub ignored_count: usize,
+}
+
+/// One metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricTrace {
+    /// `spec.metrics[i].type`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// The metric's name (`cpu`, the custom or external metric name).
+    pub name: String,
+    /// The target (`spec.metrics[i].<source>.target`).
+    pub target: Option<MetricTarget>,
+    /// The value(s) read, as written to `status.currentMetrics`.
+    pub current: Option<MetricValueStatus>,
+    /// The individual values read (External metrics: one per series), milli-units.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values_milli: Vec<i64>,
+    /// current / target.
+    pub usage_ratio: Option<f64>,
+    /// The ratio after missing/unready pods were filled in, when that happened.
+    pub recomputed_usage_ratio: Option<f64>,
+    /// Whether the ratio was inside the tolerance band (the count was kept).
+    pub within_tolerance: Option<bool>,
+    /// How pods were counted (pod-based metrics).
+    pub pods: Option<PodsTrace>,
+    /// The ready pods the ratio was multiplied by (Object/External `Value` targets).
+    pub ready_pods: Option<i64>,
+    /// The replica count this metric asked for.
+    pub proposal: Option<i32>,
+    /// The name the proposal is reported under (`cpu resource utilization (percentage of
+    /// request)`).
+    pub proposal_name: Option<String>,
+    /// Why it could not be computed.
+    pub error: Option<MetricErrorTrace>,
+}
+
+/// A metric's failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricErrorTrace {
+    /// The event and condition reason (`FailedGetResourceMetric`, ...).
+    pub reason: String,
+    /// The error text.
+    pub message: String,
+}
+
+/// The metric whose proposal won.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WinnerTrace {
+    /// Index in `metrics`.
+    pub index: usize,
+    /// The proposal's name.
+    pub name: String,
+    /// Its proposal.
+    pub replicas: i32,
+}
+
+/// One recorded recommendation of the stabilization window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendationTrace {
+    /// The recommended count.
+    pub replicas: i32,
+    /// When it was recorded.
+    pub time: Timestamp,
+    /// Whether it was inside the scale-up window.
+    pub in_up_window: bool,
+    /// Whether it was inside the scale-down window.
+    pub in_down_window: bool,
+}
+
+/// The stabilization step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StabilizationTrace {
+    /// Scale-up window, seconds (0 without `spec.behavior`).
+    pub up_window_seconds: i64,
+    /// Scale-down window, seconds.
+    pub down_window_seconds: i64,
+    /// The recommendations recorded before this decision (this decision's own is added
+    /// after).
+    pub recommendations: Vec<RecommendationTrace>,
+    /// The count after stabilization (the one applied).
+    pub stabilized: i32,
+    /// `AbleToScale` reason: `ReadyForNewScale` when stabilization changed nothing.
+    pub reason: String,
+}
+
+/// One behavior policy and the limit it allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyTrace {
+    /// `Pods` or `Percent`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `value`.
+    pub value: i32,
+    /// `periodSeconds`.
+    pub period_seconds: i32,
+    /// Replicas at the start of the period.
+    pub period_start: i32,
+    /// The count the policy allows.
+    pub limit: Option<i32>,
+    /// Whether `selectPolicy` picked this policy (its limit is the combined one).
+    #[serde(default)]
+    pub selected: bool,
+}
+
+/// The rate limit step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitTrace {
+    /// `behavior` (the policies of `spec.behavior`) or `legacy` (max(2 x current, 4)).
+    pub kind: String,
+    /// `scaleUp` or `scaleDown` (behavior only; `none` when no change was asked).
+    pub direction: String,
+    /// `selectPolicy` of the direction (behavior only).
+    pub select_policy: Option<String>,
+    /// Every policy with its own limit.
+    pub policies: Vec<PolicyTrace>,
+    /// The combined limit.
+    pub limit: Option<i32>,
+}
+
+/// The min/max clamp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClampTrace {
+    /// `minReplicas`.
+    pub min: i32,
+    /// `maxReplicas`.
+    pub max: i32,
+    /// `ScalingLimited` reason: which bound produced the final count
+    /// (`DesiredWithinRange`, `ScaleUpLimit`, `ScaleDownLimit`, `TooManyReplicas`,
+    /// `TooFewReplicas`).
+    pub bound_by: Option<String>,
+}
+
+/// What was written to the API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteTrace {
+    /// `notAttempted`, `succeeded`, `failed: ...` or `shadow` (decided, not written).
+    pub scale: String,
+    /// Whether the status changed (written unless in shadow mode).
+    pub status_changed: bool,
+    /// Whether this controller writes nothing (shadow mode).
+    pub shadow: bool,
+}
+
+/// A condition as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionTrace {
+    /// `type`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `status`.
+    pub status: String,
+    /// `reason`.
+    pub reason: String,
+    /// `message`.
+    pub message: String,
+}
+
+/// An event as emitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventTrace {
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `reason`.
+    pub reason: String,
+    /// `message`.
+    pub message: String,
+}
+
+/// What the reconcile knew besides the decision.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceContext<'a> {
+    /// The HPA as read.
+    pub hpa: &'a HorizontalPodAutoscaler,
+    /// `scale.status.replicas`.
+    pub status_replicas: i32,
+    /// What the scale write did.
+    pub rescale: &'a RescaleResult,
+    /// Whether nothing is written (shadow mode).
+    pub shadow: bool,
+}
+
+fn metric_name(spec: Option<&MetricSpec>, status: Option<&MetricStatus>) -> String {
+    if let Some(s) = spec {
+        if let Some(r) = &s.resource {
+            return r.name.clone();
+        }
+        if let Some(r) = &s.container_resource {
+            return format!("{}/{}", r.container, r.name);
+        }
+        if let Some(p) = &s.pods {
+            return p.metric.name.clone();
+        }
+        if let Some(o) = &s.object {
+            return o.metric.name.clone();
+        }
+        if let Some(e) = &s.external {
+            return e.metric.name.clone();
+        }
+    }
+    status.map(|s| s.type_.clone()).unwrap_or_default()
+}
+
+fn metric_target(spec: &MetricSpec) -> Option<MetricTarget> {
+    spec.resource
+        .as_ref()
+        .map(|r| r.target.clone())
+        .or_else(|| spec.container_resource.as_ref().map(|r| r.target.clone()))
+        .or_else(|| spec.pods.as_ref().map(|r| r.target.clone()))
+        .or_else(|| spec.object.as_ref().map(|r| r.target.clone()))
+        .or_else(|| spec.external.as_ref().map(|r| r.target.clone()))
+}
+
+pub(crate) fn metric_current(status: &MetricStatus) -> Option<MetricValueStatus> {
+    status
+        .resource
+        .as_ref()
+        .map(|r| r.current.clone())
+        .or_else(|| {
+            status
+                .container_resource
+                .as_ref()
+                .map(|r| r.current.clone())
+        })
+        .or_else(|| status.pods.as_ref().map(|r| r.current.clone()))
+        .or_else(|| status.object.as_ref().map(|r| r.current.clone()))
+        .or_else(|| status.external.as_ref().map(|r| r.current.clone()))
+}
+
+fn notes<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    reasons: &std::collections::BTreeMap<String, &'static str>,
+    why: &str,
+) -> Vec<PodNote> {
+    names
+        .into_iter()
+        .take(PODS_NAMED)
+        .map(|n| PodNote {
+            name: n.clone(),
+            why: reasons.get(n).copied().unwrap_or(why).to_owned(),
+        })
+        .collect()
+}
+
+fn branch_str(b: Branch) -> &'static str {
+    match b {
+        Branch::ScalingDisabled => "ScalingDisabled",
+        Branch::AboveMax => "AboveMax",
+        Branch::BelowMin => "BelowMin",
+        Branch::FromMetrics => "FromMetrics",
+    }
+}
+
+impl DecisionTrace {
+    /// The trace of one reconcile: `decision` and the `outcome` it rendered.
+    pub fn new(decision: &Decision, outcome: &Outcome, ctx: TraceContext<'_>) -> Self {
+        let tolerance = decision.tolerances.map(|t| ToleranceTrace {
+            scale_down: t.scale_down,
+            scale_up: t.scale_up,
+            low: 1.0 - t.scale_down,
+            high: 1.0 + t.scale_up,
+        });
+        let specs: &[MetricSpec] = ctx
+            .hpa
+            .spec
+            .as_ref()
+            .and_then(|s| s.metrics.as_deref())
+            .unwrap_or_default();
+        let mut metrics = Vec::new();
+        let mut winner = None;
+        if let Some(m) = &decision.metrics {
+            let statuses = m.statuses.as_deref().unwrap_or_default();
+            for (i, (ty, result)) in m.per_metric.iter().enumerate() {
+                let spec = specs.get(i);
+                let status = statuses.get(i);
+                let mut t = MetricTrace {
+                    type_: ty.clone(),
+                    name: metric_name(spec, status),
+                    target: spec.and_then(metric_target),
+                    current: status.and_then(metric_current),
+                    values_milli: Vec::new(),
+                    usage_ratio: None,
+                    recomputed_usage_ratio: None,
+                    within_tolerance: None,
+                    pods: None,
+                    ready_pods: None,
+                    proposal: None,
+                    proposal_name: None,
+                    error: None,
+                };
+                match result {
+                    Ok(p) => {
+                        t.proposal = Some(p.replicas);
+                        t.proposal_name = Some(p.metric_name.clone());
+                        if let Some(d) = &p.detail {
+                            t.usage_ratio = Some(d.usage_ratio);
+                            t.recomputed_usage_ratio = d.recomputed_usage_ratio;
+                            t.within_tolerance = tolerance
+                                .map(|b| b.low <= d.usage_ratio && d.usage_ratio <= b.high);
+                            t.values_milli = d.values.clone();
+                            t.ready_pods = d.ready_pods;
+                            t.pods = d.pods.as_ref().map(|g| PodsTrace {
+                                ready: g.ready_pod_count,
+                                unready: notes(&g.unready_pods, &g.reasons, WHY_UNREADY),
+                                missing: notes(&g.missing_pods, &g.reasons, WHY_MISSING),
+                                ignored: notes(&g.ignored_pods, &g.reasons, WHY_IGNORED),
+                                unready_count: g.unready_pods.len(),
+                                missing_count: g.missing_pods.len(),
+                                ignored_count: g.ignored_pods.len(),
+                            });
+                        }
+                        if !m.is_total_failure()
+                            && winner.is_none()
+                            && p.metric_name == m.metric_name
+                            && p.replicas == m.replicas
+                        {
+                            winner = Some(WinnerTrace {
+                                index: i,
+                                name: p.metric_name.clone(),
+                                replicas: p.replicas,
+                            });
+                        }
+                    }
+                    Err(f) => {
+                        t.error = Some(MetricErrorTrace {
+                            reason: f.reason.as_str().to_owned(),
+                            message: f.error.clone(),
+                        });
+                    }
+                }
+                metrics.push(t);
+            }
+        }
+        let n = decision.normalization.as_ref();
+        let stabilization = n.map(|n| {
+            let (up, down) = n.windows_seconds;
+            let now = decision.now;
+            // The stabilization functions' own test: a record counts when it is after
+            // `now - window` (the legacy path has no scale-up window).
+            let within = |t: Timestamp, secs: i64| {
+                t > crate::recommendations::minus(now, jiff::SignedDuration::from_secs(secs))
+            };
+            StabilizationTrace {
+                up_window_seconds: up,
+                down_window_seconds: down,
+                recommendations: n
+                    .recommendations
+                    .iter()
+                    .map(|r| RecommendationTrace {
+                        replicas: r.recommendation,
+                        time: r.timestamp,
+                        in_up_window: n.with_behavior && within(r.timestamp, up),
+                        in_down_window: within(r.timestamp, down),
+                    })
+                    .collect(),
+                stabilized: n.stabilized,
+                reason: n.stabilization.as_str().to_owned(),
+            }
+        });
+        let rate_limit = n.map(|n| {
+            if n.with_behavior {
+                let direction = if n.stabilized > decision.current_replicas {
+                    "scaleUp"
+                } else if n.stabilized < decision.current_replicas {
+                    "scaleDown"
+                } else {
+                    "none"
+                };
+                let rules = decision.behavior.as_ref().and_then(|b| match direction {
+                    "scaleUp" => Some(&b.scale_up),
+                    "scaleDown" => Some(&b.scale_down),
+                    _ => None,
+                });
+                RateLimitTrace {
+                    kind: "behavior".to_owned(),
+                    direction: direction.to_owned(),
+                    select_policy: rules.map(|r| r.select_policy.as_str().to_owned()),
+                    policies: n
+                        .policies
+                        .iter()
+                        .map(|p| PolicyTrace {
+                            type_: match &p.policy.type_ {
+                                PolicyType::Pods => "Pods".to_owned(),
+                                PolicyType::Percent => "Percent".to_owned(),
+                                PolicyType::Other(s) => s.clone(),
+                            },
+                            value: p.policy.value,
+                            period_seconds: p.policy.period_seconds,
+                            period_start: p.period_start,
+                            limit: p.limit,
+                            selected: p.selected,
+                        })
+                        .collect(),
+                    limit: n.rate_limit,
+                }
+            } else {
+                RateLimitTrace {
+                    kind: "legacy".to_owned(),
+                    direction: "scaleUp".to_owned(),
+                    select_policy: None,
+                    policies: Vec::new(),
+                    limit: n.rate_limit,
+                }
+            }
+        });
+        let conditions = outcome
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| ConditionTrace {
+                type_: c.type_.clone(),
+                status: c.status.clone(),
+                reason: c.reason.clone().unwrap_or_default(),
+                message: c.message.clone().unwrap_or_default(),
+            })
+            .collect();
+        let events = outcome
+            .events
+            .iter()
+            .chain(&outcome.events_after_status)
+            .map(|e| EventTrace {
+                type_: e.event_type().as_str().to_owned(),
+                reason: e.reason().to_owned(),
+                message: e.message(),
+            })
+            .collect();
+        let scale = if ctx.shadow {
+            if decision.rescale {
+                "shadow".to_owned()
+            } else {
+                "notAttempted".to_owned()
+            }
+        } else {
+            match ctx.rescale {
+                RescaleResult::NotAttempted => "notAttempted".to_owned(),
+                RescaleResult::Succeeded => "succeeded".to_owned(),
+                RescaleResult::Failed(e) => format!("failed: {e}"),
+                RescaleResult::Shadowed => "shadow".to_owned(),
+            }
+        };
+        DecisionTrace {
+            version: TRACE_VERSION.to_owned(),
+            hpa: decision.key.clone(),
+            time: decision.now,
+            without_history: false,
+            target: TargetTrace {
+                reference: decision.reference.clone(),
+                spec_replicas: decision.current_replicas,
+                status_replicas: ctx.status_replicas,
+                read: true,
+            },
+            min_replicas: decision.min_replicas,
+            max_replicas: decision.max_replicas,
+            branch: branch_str(decision.branch).to_owned(),
+            tolerance,
+            metrics,
+            winner,
+            metrics_error: decision.metrics.as_ref().and_then(|m| m.error.clone()),
+            prenormalized: decision.prenormalized,
+            stabilization,
+            rate_limit,
+            clamp: ClampTrace {
+                min: decision.min_replicas,
+                max: decision.max_replicas,
+                bound_by: n.map(|n| n.limit.as_str().to_owned()),
+            },
+            desired_replicas: outcome.desired_replicas,
+            rescale: decision.rescale,
+            rescale_reason: decision.rescale_reason.clone(),
+            write: WriteTrace {
+                scale,
+                status_changed: outcome.status_changed,
+                shadow: ctx.shadow,
+            },
+            conditions,
+            events,
+            error: outcome.error.clone(),
+        }
+    }
+}
+
+impl DecisionTrace {
+    /// The trace of a reconcile that stopped at the scale target (upstream's
+    /// `FailedGetScale`: bad `apiVersion`, unknown kind, scale GET failed). No decision was
+    /// made; `status` is the status with the `AbleToScale=False FailedGetScale` condition set,
+    /// and `event` the Warning emitted, as the reconcile rendered them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn failed_get_scale(
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        now: Timestamp,
+        err: &str,
+        status: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
+        status_changed: bool,
+        event: &crate::events::HpaEvent,
+        shadow: bool,
+    ) -> Self {
+        let min = crate::decision::min_replicas(hpa);
+        let max = crate::decision::max_replicas(hpa);
+        DecisionTrace {
+            version: TRACE_VERSION.to_owned(),
+            hpa: key.to_owned(),
+            time: now,
+            without_history: false,
+            target: TargetTrace {
+                reference: crate::decision::scale_target_reference(hpa),
+                spec_replicas: 0,
+                status_replicas: 0,
+                read: false,
+            },
+            min_replicas: min,
+            max_replicas: max,
+            branch: "FailedGetScale".to_owned(),
+            tolerance: None,
+            metrics: Vec::new(),
+            winner: None,
+            metrics_error: None,
+            prenormalized: None,
+            stabilization: None,
+            rate_limit: None,
+            clamp: ClampTrace {
+                min,
+                max,
+                bound_by: None,
+            },
+            desired_replicas: status.desired_replicas,
+            rescale: false,
+            rescale_reason: String::new(),
+            write: WriteTrace {
+                scale: "notAttempted".to_owned(),
+                status_changed,
+                shadow,
+            },
+            conditions: status
+                .conditions
+                .iter()
+                .flatten()
+                .map(|c| ConditionTrace {
+                    type_: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: c.reason.clone().unwrap_or_default(),
+                    message: c.message.clone().unwrap_or_default(),
+                })
+                .collect(),
+            events: vec![EventTrace {
+                type_: event.event_type().as_str().to_owned(),
+                reason: event.reason().to_owned(),
+                message: event.message(),
+            }],
+            error: Some(err.to_owned()),
+        }
+    }
+}
+
+/// The last [`TRACES_PER_HPA`] traces of every HPA, newest last.
+#[derive(Debug, Default)]
+pub struct TraceStore {
+    traces: DashMap<String, VecDeque<DecisionTrace>>,
+}
+
+impl TraceStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keep `trace` for its HPA, dropping the oldest beyond [`TRACES_PER_HPA`].
+    pub fn record(&self, trace: DecisionTrace) {
+        let mut entry = self.traces.entry(trace.hpa.clone()).or_default();
+        entry.push_back(trace);
+        while entry.len() > TRACES_PER_HPA {
+            entry.pop_front();
+        }
+    }
+
+    /// The traces of `key` (`namespace/name`), oldest first.
+    pub fn get(&self, key: &str) -> Vec<DecisionTrace> {
+        self.traces
+            .get(key)
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The latest trace of `key`.
+    pub fn latest_of(&self, key: &str) -> Option<DecisionTrace> {
+        self.traces.get(key).and_then(|t| t.back().cloned())
+    }
+
+    /// The keys with traces, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.traces.iter().map(|e| e.key().clone()).collect();
+        keys.sort();
+        keys
+    }
+
+    /// The latest trace of every HPA, sorted by key.
+    pub fn latest(&self) -> Vec<DecisionTrace> {
+        let mut out: Vec<DecisionTrace> = self
+            .traces
+            .iter()
+            .filter_map(|e| e.value().back().cloned())
+            .collect();
+        out.sort_by(|a, b| a.hpa.cmp(&b.hpa));
+        out
+    }
+
+    /// Forget an HPA (deleted).
+    pub fn forget(&self, key: &str) {
+        self.traces.remove(key);
+    }
+
+    /// How many HPAs have traces.
+    pub fn len(&self) -> usize {
+        self.traces.len()
+    }
+
+    /// Whether no HPA has traces.
+    pub fn is_empty(&self) -> bool {
+        self.traces.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,593 @@
+//! Traces of every branch, built from the pure decision core exactly as the reconcile
+//! builds them: `decide`, then `complete`, then [`DecisionTrace::new`].
+
+use std::collections::BTreeSet;
+
+use hpa_replica_calculator::{CalculationDetail, PodGroups};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HPAScalingPolicy, HPAScalingRules, HorizontalPodAutoscaler,
+    HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerSpec, MetricSpec, MetricStatus,
+    MetricTarget, MetricValueStatus, ResourceMetricSource, ResourceMetricStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::*;
+use crate::conditions::MetricFailureReason;
+use crate::decision::{
+    DecisionConfig, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
+    decide,
+};
+use crate::explain::render_text;
+use crate::state::HpaState;
+use crate::tolerance::HpaTolerances;
+
+fn now() -> Timestamp {
+    "2026-01-01T12:00:00Z".parse().unwrap()
+}
+
+fn cpu_spec(utilization: i32) -> MetricSpec {
+    MetricSpec {
+        type_: "Resource".into(),
+        resource: Some(ResourceMetricSource {
+            name: "cpu".into(),
+            target: MetricTarget {
+                type_: "Utilization".into(),
+                average_utilization: Some(utilization),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    }
+}
+
+fn hpa(
+    min: i32,
+    max: i32,
+    metrics: Vec<MetricSpec>,
+    behavior: Option<HorizontalPodAutoscalerBehavior>,
+) -> HorizontalPodAutoscaler {
+    HorizontalPodAutoscaler {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: Some(HorizontalPodAutoscalerSpec {
+            min_replicas: Some(min),
+            max_replicas: max,
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: "Deployment".into(),
+                name: "web".into(),
+            },
+            behavior,
+            metrics: Some(metrics),
+        }),
+        status: None,
+    }
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+fn cpu_result(replicas: i32, utilization: i32, ratio: f64, groups: PodGroups) -> MetricResult {
+    MetricResult {
+        metric_type: "Resource".into(),
+        status: MetricStatus {
+            type_: "Resource".into(),
+            resource: Some(ResourceMetricStatus {
+                name: "cpu".into(),
+                current: MetricValueStatus {
+                    average_utilization: Some(utilization),
+                    ..Default::default()
+                },
+            }),
+            ..Default::default()
+        },
+        outcome: Ok(MetricProposal {
+            replicas,
+            metric_name: "cpu resource utilization (percentage of request)".into(),
+            timestamp: Some(now()),
+            detail: Some(CalculationDetail {
+                usage_ratio: ratio,
+                pods: Some(groups),
+                ..Default::default()
+            }),
+        }),
+    }
+}
+
+fn external_result(replicas: i32, values: Vec<i64>, ready: Option<i64>) -> MetricResult {
+    MetricResult {
+        metric_type: "External".into(),
+        status: MetricStatus {
+            type_: "External".into(),
+            ..Default::default()
+        },
+        outcome: Ok(MetricProposal {
+            replicas,
+            metric_name: "external metric queue(nil)".into(),
+            timestamp: None,
+            detail: Some(CalculationDetail {
+                usage_ratio: 3.0,
+                ready_pods: ready,
+                values,
+                ..Default::default()
+            }),
+        }),
+    }
+}
+
+fn failed_external() -> MetricResult {
+    MetricResult {
+        metric_type: "External".into(),
+        status: MetricStatus::default(),
+        outcome: Err(MetricFailure {
+            reason: MetricFailureReason::FailedGetExternalMetric,
+            condition_error: "unable to get external metric".into(),
+            error: "failed to get queue external metric value: unable to get external metric"
+                .into(),
+            spec_error: false,
+        }),
+    }
+}
+
+/// Decide and render as the reconcile does (the scale write succeeds when asked for).
+fn trace_of(
+    state: &HpaState,
+    h: &HorizontalPodAutoscaler,
+    current: i32,
+    at: Timestamp,
+    results: Option<Vec<MetricResult>>,
+) -> DecisionTrace {
+    let metrics = results.map(|r| MetricsOutcome::from_results(current, r));
+    let d = decide(
+        state,
+        &DecisionConfig::default(),
+        DecisionInput {
+            key: "default/web",
+            hpa: h,
+            current_replicas: current,
+            now: at,
+            tolerances: Some(HpaTolerances {
+                scale_down: 0.1,
+                scale_up: 0.1,
+            }),
+        },
+        metrics,
+    );
+    let rescale = if d.rescale {
+        RescaleResult::Succeeded
+    } else {
+        RescaleResult::NotAttempted
+    };
+    let previous = h.status.clone().unwrap_or_default();
+    let outcome = d.complete(state, &previous, rescale.clone());
+    let trace = DecisionTrace::new(
+        &d,
+        &outcome,
+        TraceContext {
+            hpa: h,
+            status_replicas: current,
+            rescale: &rescale,
+            shadow: false,
+        },
+    );
+    // The JSON shape round-trips, and the text renders.
+    let json = serde_json::to_string(&trace).unwrap();
+    assert_eq!(serde_json::from_str::<DecisionTrace>(&json).unwrap(), trace);
+    assert!(!render_text(&trace, None).is_empty());
+    trace
+}
+
+#[test]
+fn resource_metric_scale_up_records_measurement_pods_and_writes() {
+    let state = HpaState::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let groups = PodGroups {
+        ready_pod_count: 2,
+        unready_pods: set(&["web-3"]),
+        missing_pods: set(&["web-4"]),
+        ignored_pods: set(&["web-5"]),
+        reasons: [("web-5".to_owned(), "being deleted")]
+            .into_iter()
+            .collect(),
+    };
+    let t = trace_of(
+        &state,
+        &h,
+        2,
+        now(),
+        Some(vec![cpu_result(4, 100, 2.0, groups)]),
+    );
+    assert_eq!(t.version, TRACE_VERSION);
+    assert_eq!(t.branch, "FromMetrics");
+    let m = &t.metrics[0];
+    assert_eq!((m.type_.as_str(), m.name.as_str()), ("Resource", "cpu"));
+    assert_eq!(m.target.as_ref().unwrap().average_utilization, Some(50));
+    assert_eq!(m.current.as_ref().unwrap().average_utilization, Some(100));
+    assert_eq!(m.usage_ratio, Some(2.0));
+    assert_eq!(m.within_tolerance, Some(false));
+    let pods = m.pods.as_ref().unwrap();
+    assert_eq!(pods.ready, 2);
+    assert_eq!(pods.unready[0].name, "web-3");
+    assert_eq!(pods.unready[0].why, WHY_UNREADY);
+    assert_eq!(pods.missing[0].why, WHY_MISSING);
+    assert_eq!(pods.ignored[0].why, "being deleted");
+    assert_eq!(m.proposal, Some(4));
+    assert_eq!(t.winner.as_ref().unwrap().index, 0);
+    assert_eq!(t.prenormalized, Some(4));
+    let rl = t.rate_limit.as_ref().unwrap();
+    assert_eq!((rl.kind.as_str(), rl.limit), ("legacy", Some(4)));
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("DesiredWithinRange"));
+    assert_eq!(t.desired_replicas, 4);
+    assert_eq!(t.write.scale, "succeeded");
+    assert!(t.write.status_changed);
+    assert_eq!(t.events[0].reason, "SuccessfulRescale");
+    assert!(
+        t.conditions
+            .iter()
+            .any(|c| c.type_ == "AbleToScale" && c.reason == "SucceededRescale")
+    );
+    let text = render_text(&t, Some((0, 1)));
+    assert!(text.contains("[0] Resource cpu"), "{text}");
+    assert!(
+        text.contains("2 ready, 1 unready, 1 missing, 1 ignored"),
+        "{text}"
+    );
+    assert!(text.contains("<- the largest, used"), "{text}");
+    assert!(text.contains("scale: 2 -> 4"), "{text}");
+}
+
+#[test]
+fn pod_names_are_bounded_and_counts_whole() {
+    let state = HpaState::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let many: Vec<String> = (0..120).map(|i| format!("web-{i:03}")).collect();
+    let groups = PodGroups {
+        ready_pod_count: 1,
+        missing_pods: many.iter().cloned().collect(),
+        ..Default::default()
+    };
+    let t = trace_of(
+        &state,
+        &h,
+        2,
+        now(),
+        Some(vec![cpu_result(4, 100, 2.0, groups)]),
+    );
+    let p = t.metrics[0].pods.as_ref().unwrap();
+    assert_eq!((p.missing.len(), p.missing_count), (PODS_NAMED, 120));
+    assert!(render_text(&t, None).contains(" and 70 more"));
+}
+
+#[test]
+fn the_largest_metric_wins_and_external_values_are_kept() {
+    let state = HpaState::new();
+    let h = hpa(1, 20, vec![cpu_spec(50), MetricSpec::default()], None);
+    let t = trace_of(
+        &state,
+        &h,
+        4,
+        now(),
+        Some(vec![
+            cpu_result(5, 60, 1.2, PodGroups::default()),
+            external_result(7, vec![1000, 2000], Some(4)),
+        ]),
+    );
+    let w = t.winner.unwrap();
+    assert_eq!((w.index, w.replicas), (1, 7));
+    assert_eq!(t.metrics[1].values_milli, vec![1000, 2000]);
+    assert_eq!(t.metrics[1].ready_pods, Some(4));
+    assert_eq!(t.desired_replicas, 7);
+}
+
+#[test]
+fn a_failed_metric_is_traced_with_its_reason() {
+    let state = HpaState::new();
+    let h = hpa(1, 10, vec![MetricSpec::default()], None);
+    let t = trace_of(&state, &h, 3, now(), Some(vec![failed_external()]));
+    let e = t.metrics[0].error.as_ref().unwrap();
+    assert_eq!(e.reason, "FailedGetExternalMetric");
+    assert!(
+        t.metrics_error
+            .as_ref()
+            .unwrap()
+            .contains("invalid metrics (1 invalid out of 1)")
+    );
+    assert!(t.winner.is_none() && t.stabilization.is_none());
+    // status.desiredReplicas is left as it was (no status before).
+    assert_eq!(t.desired_replicas, 0);
+    assert_eq!(t.write.scale, "notAttempted");
+    assert!(t.error.is_some());
+    let reasons: Vec<&str> = t.events.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        vec!["FailedGetExternalMetric", "FailedComputeMetricsReplicas"]
+    );
+    assert!(render_text(&t, None).contains("FAILED (FailedGetExternalMetric)"));
+}
+
+#[test]
+fn stabilization_window_recommendations_and_the_one_applied() {
+    let state = HpaState::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let earlier = now() - SignedDuration::from_mins(2);
+    // First decision at 6 (ratio within tolerance keeps 6), then the load drops.
+    trace_of(
+        &state,
+        &h,
+        6,
+        earlier,
+        Some(vec![cpu_result(6, 50, 1.0, PodGroups::default())]),
+    );
+    let t = trace_of(
+        &state,
+        &h,
+        6,
+        now(),
+        Some(vec![cpu_result(2, 15, 0.3, PodGroups::default())]),
+    );
+    let st = t.stabilization.as_ref().unwrap();
+    assert_eq!((st.up_window_seconds, st.down_window_seconds), (0, 300));
+    assert!(
+        st.recommendations
+            .iter()
+            .any(|r| r.replicas == 6 && r.time == earlier && r.in_down_window)
+    );
+    assert_eq!(st.stabilized, 6);
+    assert_eq!(st.reason, "ScaleDownStabilized");
+    assert_eq!(t.prenormalized, Some(2));
+    assert_eq!(t.desired_replicas, 6);
+    assert!(render_text(&t, None).contains("applied: 6 (ScaleDownStabilized)"));
+}
+
+fn policy(type_: &str, value: i32, period: i32) -> HPAScalingPolicy {
+    HPAScalingPolicy {
+        type_: type_.into(),
+        value,
+        period_seconds: period,
+    }
+}
+
+#[test]
+fn each_behavior_policy_limit_and_the_binding_one() {
+    let state = HpaState::new();
+    let behavior = HorizontalPodAutoscalerBehavior {
+        scale_up: Some(HPAScalingRules {
+            policies: Some(vec![policy("Pods", 2, 60), policy("Percent", 50, 60)]),
+            select_policy: Some("Min".into()),
+            stabilization_window_seconds: Some(0),
+            tolerance: None,
+        }),
+        scale_down: Some(HPAScalingRules {
+            policies: Some(vec![policy("Pods", 1, 60)]),
+            select_policy: None,
+            stabilization_window_seconds: Some(0),
+            tolerance: None,
+        }),
+    };
+    let h = hpa(1, 50, vec![cpu_spec(50)], Some(behavior));
+    // Scale up 10 -> 30: Pods allows 12, Percent 15, Min picks 12.
+    let t = trace_of(
+        &state,
+        &h,
+        10,
+        now(),
+        Some(vec![cpu_result(30, 150, 3.0, PodGroups::default())]),
+    );
+    let rl = t.rate_limit.as_ref().unwrap();
+    assert_eq!(rl.kind, "behavior");
+    assert_eq!(rl.direction, "scaleUp");
+    assert_eq!(rl.select_policy.as_deref(), Some("Min"));
+    let limits: Vec<(String, Option<i32>)> = rl
+        .policies
+        .iter()
+        .map(|p| (p.type_.clone(), p.limit))
+        .collect();
+    assert_eq!(
+        limits,
+        vec![("Pods".into(), Some(12)), ("Percent".into(), Some(15))]
+    );
+    assert_eq!(rl.limit, Some(12));
+    // Min picks the Pods policy: it is the one that bound the result.
+    let selected: Vec<bool> = rl.policies.iter().map(|p| p.selected).collect();
+    assert_eq!(selected, vec![true, false]);
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("ScaleUpLimit"));
+    assert_eq!(t.desired_replicas, 12);
+
+    // Scale down 12 -> 3 a minute later: the scale-up event of 2 is in the period, so
+    // the period starts at 10 and Pods 1 allows 9.
+    let t = trace_of(
+        &state,
+        &h,
+        12,
+        now() + SignedDuration::from_secs(1),
+        Some(vec![cpu_result(3, 10, 0.2, PodGroups::default())]),
+    );
+    let rl = t.rate_limit.as_ref().unwrap();
+    assert_eq!(rl.direction, "scaleDown");
+    assert_eq!(rl.policies[0].period_start, 10);
+    assert_eq!(rl.policies[0].limit, Some(9));
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("ScaleDownLimit"));
+    assert_eq!(t.desired_replicas, 9);
+    let text = render_text(&t, None);
+    assert!(
+        text.contains("Pods 1 per 60s: 10 replicas at the period's start -> at most 9"),
+        "{text}"
+    );
+}
+
+#[test]
+fn legacy_limit_and_max_clamp() {
+    let state = HpaState::new();
+    // 3 -> 50 without behavior: 2x/4 gives 6.
+    let h = hpa(1, 100, vec![cpu_spec(50)], None);
+    let t = trace_of(
+        &state,
+        &h,
+        3,
+        now(),
+        Some(vec![cpu_result(50, 800, 16.0, PodGroups::default())]),
+    );
+    assert_eq!(t.rate_limit.as_ref().unwrap().limit, Some(6));
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("ScaleUpLimit"));
+    assert_eq!(t.desired_replicas, 6);
+    // maxReplicas below the 2x limit: TooManyReplicas.
+    let state = HpaState::new();
+    let h = hpa(1, 5, vec![cpu_spec(50)], None);
+    let t = trace_of(
+        &state,
+        &h,
+        4,
+        now(),
+        Some(vec![cpu_result(7, 90, 1.8, PodGroups::default())]),
+    );
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("TooManyReplicas"));
+    assert_eq!(t.desired_replicas, 5);
+    // minReplicas above the proposal, no window to hold it: TooFewReplicas. (Without
+    // `spec.behavior` the downscale window always holds at least the current count.)
+    let state = HpaState::new();
+    let behavior = HorizontalPodAutoscalerBehavior {
+        scale_up: None,
+        scale_down: Some(HPAScalingRules {
+            stabilization_window_seconds: Some(0),
+            ..Default::default()
+        }),
+    };
+    let h = hpa(3, 10, vec![cpu_spec(50)], Some(behavior));
+    let t = trace_of(
+        &state,
+        &h,
+        3,
+        now(),
+        Some(vec![cpu_result(1, 10, 0.2, PodGroups::default())]),
+    );
+    assert_eq!(t.clamp.bound_by.as_deref(), Some("TooFewReplicas"));
+    assert_eq!(t.desired_replicas, 3);
+}
+
+#[test]
+fn branches_without_metrics() {
+    let h = hpa(2, 5, vec![cpu_spec(50)], None);
+    let t = trace_of(&HpaState::new(), &h, 8, now(), None);
+    assert_eq!(t.branch, "AboveMax");
+    assert_eq!(
+        (t.desired_replicas, t.rescale_reason.as_str()),
+        (5, "Current number of replicas above Spec.MaxReplicas")
+    );
+    let t = trace_of(&HpaState::new(), &h, 1, now(), None);
+    assert_eq!((t.branch.as_str(), t.desired_replicas), ("BelowMin", 2));
+    let t = trace_of(&HpaState::new(), &h, 0, now(), None);
+    assert_eq!(t.branch, "ScalingDisabled");
+    assert_eq!(t.write.scale, "notAttempted");
+    assert!(
+        t.conditions
+            .iter()
+            .any(|c| c.type_ == "ScalingActive" && c.reason == "ScalingDisabled")
+    );
+    assert!(render_text(&t, None).contains("autoscaling is disabled"));
+}
+
+#[test]
+fn store_keeps_ten_per_hpa_and_forgets_deleted_ones() {
+    let store = TraceStore::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let state = HpaState::new();
+    for i in 0..13 {
+        let mut t = trace_of(
+            &state,
+            &h,
+            2,
+            now() + SignedDuration::from_secs(i),
+            Some(vec![cpu_result(2, 50, 1.0, PodGroups::default())]),
+        );
+        t.hpa = "default/web".into();
+        store.record(t);
+    }
+    let kept = store.get("default/web");
+    assert_eq!(kept.len(), TRACES_PER_HPA);
+    assert_eq!(kept[0].time, now() + SignedDuration::from_secs(3));
+    assert_eq!(store.latest().len(), 1);
+    store.forget("default/web");
+    assert!(store.is_empty());
+}
+
+#[test]
+fn a_shadowed_rescale_renders_as_written_but_stores_no_scale_event() {
+    let state = HpaState::new();
+    let h = hpa(
+        1,
+        10,
+        vec![cpu_spec(50)],
+        Some(HorizontalPodAutoscalerBehavior::default()),
+    );
+    let metrics =
+        MetricsOutcome::from_results(2, vec![cpu_result(4, 100, 2.0, PodGroups::default())]);
+    let d = decide(
+        &state,
+        &DecisionConfig::default(),
+        DecisionInput {
+            key: "default/web",
+            hpa: &h,
+            current_replicas: 2,
+            now: now(),
+            tolerances: None,
+        },
+        Some(metrics),
+    );
+    let outcome = d.complete(&state, &Default::default(), RescaleResult::Shadowed);
+    assert_eq!(outcome.desired_replicas, 4);
+    assert_eq!(outcome.events[0].reason(), "SuccessfulRescale");
+    assert!(state.scale_up_events("default/web").is_empty());
+    let t = DecisionTrace::new(
+        &d,
+        &outcome,
+        TraceContext {
+            hpa: &h,
+            status_replicas: 2,
+            rescale: &RescaleResult::Shadowed,
+            shadow: true,
+        },
+    );
+    assert_eq!(t.write.scale, "shadow");
+    assert!(render_text(&t, None).contains("scale: 2 -> 4 decided, not written"));
+    // A real write stores it.
+    let outcome = d.complete(&state, &Default::default(), RescaleResult::Succeeded);
+    assert_eq!(outcome.desired_replicas, 4);
+    assert_eq!(state.scale_up_events("default/web").len(), 1);
+}
+
+#[test]
+fn a_scale_target_that_cannot_be_read_is_traced() {
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let mut status = k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus::default();
+    let err = "deployments.apps \"web\" not found";
+    crate::conditions::set_condition(
+        status.conditions.get_or_insert_with(Vec::new),
+        &crate::conditions::HpaCondition::FailedGetScale { err: err.into() },
+        now(),
+    );
+    let event = crate::events::HpaEvent::FailedGetScale { err: err.into() };
+    let t = DecisionTrace::failed_get_scale(
+        "default/web",
+        &h,
+        now(),
+        err,
+        &status,
+        true,
+        &event,
+        false,
+    );
+    assert_eq!(t.branch, "FailedGetScale");
+    assert!(!t.target.read);
+    assert_eq!(t.conditions[0].reason, "FailedGetScale");
+    assert_eq!(t.events[0].reason, "FailedGetScale");
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(serde_json::from_str::<DecisionTrace>(&json).unwrap(), t);
+    let text = render_text(&t, None);
+    assert!(text.contains("its scale could not be read"), "{text}");
+    assert!(text.contains("event Warning FailedGetScale"), "{text}");
+}
