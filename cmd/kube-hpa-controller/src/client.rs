@@ -10,11 +10,14 @@
 //!
 //! kube has no client-side limiter, so this module adds one as a tower layer over kube's own
 //! HTTP stack (`ClientBuilder::try_from(Config)` + [`kube::client::ClientBuilder::with_layer`]).
-//! The layer is the outermost one, so kube's own retries of 429/503/504 (inside it) are
-//! neither throttled again nor counted separately, unlike client-go's retries. The request
-//! duration runs from before the throttle wait to the response headers; watches
-//! (`?watch=true`) skip the throttle and the duration histogram but are counted in
-//! `rest_client_requests_total`. Metric labels: `verb`/`method` is the HTTP method
+//! kube's own retries (`Config::default_retry`) are turned off for every client built here;
+//! the layer retries as client-go's `Request.request` with `withRetry` does (an answer with
+//! `Retry-After`, 429 or 5xx, at most [`MAX_RETRIES`] times, each attempt throttled and
+//! counted), bounds each request by a timeout, keeps writes behind the [`WriteFence`], and
+//! words transport failures as Go does (`crate::tls`). The process builds one client per
+//! purpose, as KCM does ([`build_clients`]). The request duration runs from before the first
+//! throttle wait to the last response's headers; watches (`?watch=true`) skip the throttle,
+//! the timeout and the duration histogram but are counted in `rest_client_requests_total`. Metric labels: `verb`/`method` is the HTTP method
 //! (`GET`, `PUT`, ...), `host` the API server's `host:port` as configured, `code` the status
 //! or `<error>` when no response came.
 //!
