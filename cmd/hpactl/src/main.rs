@@ -1,7 +1,7 @@
 //! `hpactl`: tools around kube-hpa-controller's recorded scenarios.
 //!
 //! No upstream counterpart. `replay` runs (or with `--check` only validates) scenario files
-//! of `fixture-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
+//! of `docs/scenario-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
 //! HTTP on loopback for the real controller binary and `kubectl`; `demo` runs the real
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
 //! or another scenario) and prints one line per decision.
@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hpa_fixtures::bench::{self, BenchConfig, ControllerRun};
 use hpa_fixtures::demo::{self, DemoConfig, GoDuration};
+use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
@@ -68,9 +70,107 @@ enum Command {
         #[arg(long, value_name = "DURATION")]
         sync_period: Option<GoDuration>,
     },
+    /// Write a simulated cluster of many HPAs as a scenario file (YAML, or JSON for `*.json`),
+    /// every HPA in the steady state a faithful controller keeps (no status write needed).
+    Generate {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Scenario name.
+        #[arg(long, default_value = "generated")]
+        name: String,
+        /// Add a first step that reconciles every HPA once and expects no scale, event or
+        /// status write (for `hpactl replay`).
+        #[arg(long)]
+        expect_steady: bool,
+        /// Where to write the scenario (default: standard output, YAML).
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Serve a generated (or given) cluster and run the controller against it for a while;
+    /// print requests per HPA per sync (from the server's counters), reconcile intervals, CPU
+    /// and memory. Arguments after `--` go to the controller binary verbatim.
+    Bench {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// Serve this scenario instead of generating one.
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<PathBuf>,
+        /// How long the controller runs (e.g. 2m).
+        #[arg(long, default_value = "1m", value_name = "DURATION")]
+        duration: GoDuration,
+        /// The kube-hpa-controller binary to run (default: the controller in-process).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+        /// Where the binary's output goes (default: discarded).
+        #[arg(long, value_name = "FILE")]
+        controller_log: Option<PathBuf>,
+        /// Measure the fixture server alone (scale GETs and PodMetrics LISTs per second over
+        /// loopback, `--duration` each) instead of running a controller.
+        #[arg(long)]
+        server_only: bool,
+        /// Concurrent connections of `--server-only`.
+        #[arg(long, default_value_t = 4)]
+        connections: usize,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Controller flags (after `--`).
+        #[arg(last = true, value_name = "CONTROLLER FLAGS")]
+        controller_args: Vec<String>,
+    },
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
+/// The shape of a generated cluster (`generate` and `bench`).
+#[derive(Debug, clap::Args)]
+struct ClusterArgs {
+    /// Number of HPAs (each with a Deployment).
+    #[arg(long, default_value_t = 100)]
+    hpas: usize,
+    /// Pods per Deployment.
+    #[arg(long, default_value_t = 10)]
+    pods_per_hpa: usize,
+    /// Namespaces the HPAs are spread over.
+    #[arg(long, default_value_t = 10)]
+    namespaces: usize,
+    /// The HPAs' metrics: kinds cpu, memory, container-cpu, pods, object, external; `+` joins
+    /// kinds into one HPA's set, `,` separates sets that HPAs take in turn.
+    #[arg(long, default_value = "cpu")]
+    metrics: MetricMix,
+    /// Seed of the per-pod variation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Add a load wave of this many steps (0: none).
+    #[arg(long, default_value_t = 0)]
+    wave_steps: usize,
+    /// Time between the wave's steps.
+    #[arg(long, default_value = "1m", value_name = "DURATION")]
+    wave_interval: GoDuration,
+    /// The wave's relative amplitude (0 to 0.9).
+    #[arg(long, default_value_t = 0.5)]
+    wave_amplitude: f64,
+}
+
+impl ClusterArgs {
+    fn config(&self, name: &str, expect_steady: bool) -> GenerateConfig {
+        GenerateConfig {
+            name: name.to_string(),
+            hpas: self.hpas,
+            namespaces: self.namespaces,
+            pods_per_hpa: self.pods_per_hpa,
+            metrics: self.metrics.clone(),
+            seed: self.seed,
+            wave: (self.wave_steps > 0).then(|| Wave {
+                steps: self.wave_steps,
+                interval: jiff::SignedDuration::from_nanos(self.wave_interval.as_nanos()),
+                amplitude: self.wave_amplitude,
+            }),
+            expect_steady,
+            ..GenerateConfig::default()
+        }
+    }
+}
+
 const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml");
 
 /// Exit status for an invalid scenario file or bad arguments.
@@ -90,6 +190,33 @@ fn main() -> ExitCode {
             speed,
             sync_period,
         } => run_demo(scenario.as_deref(), DemoConfig { speed, sync_period }),
+        Command::Generate {
+            cluster,
+            name,
+            expect_steady,
+            out,
+        } => generate_cmd(&cluster.config(&name, expect_steady), out.as_deref()),
+        Command::Bench {
+            cluster,
+            scenario,
+            duration,
+            binary,
+            controller_log,
+            server_only,
+            connections,
+            json,
+            controller_args,
+        } => bench_cmd(BenchArgs {
+            config: cluster.config("bench", false),
+            scenario,
+            duration: duration.to_std(),
+            binary,
+            controller_log,
+            server_only,
+            connections,
+            json,
+            controller_args,
+        }),
     }
 }
 
@@ -290,4 +417,165 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+fn generate_cmd(config: &GenerateConfig, out: Option<&Path>) -> ExitCode {
+    let doc = match hpa_fixtures::generate::generate(config) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let json = out.is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    let result = match out {
+        Some(path) => std::fs::File::create(path)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| write_doc(std::io::BufWriter::new(f), &doc, json))
+            .map_err(|e| e.context(format!("writing {}", path.display()))),
+        None => write_doc(std::io::stdout().lock(), &doc, false),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn write_doc(
+    mut w: impl std::io::Write,
+    doc: &serde_json::Value,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        serde_json::to_writer(&mut w, doc)?;
+        writeln!(w)?;
+    } else {
+        let text = serde_saphyr::to_string(doc)?;
+        w.write_all(text.as_bytes())?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// What `hpactl bench` was asked.
+struct BenchArgs {
+    config: GenerateConfig,
+    scenario: Option<PathBuf>,
+    duration: std::time::Duration,
+    binary: Option<PathBuf>,
+    controller_log: Option<PathBuf>,
+    server_only: bool,
+    connections: usize,
+    json: bool,
+    controller_args: Vec<String>,
+}
+
+fn bench_cmd(args: BenchArgs) -> ExitCode {
+    let loaded = match &args.scenario {
+        Some(file) => scenario::load_file(file).map_err(|e| e.to_string()),
+        None => hpa_fixtures::generate::generate(&args.config)
+            .map_err(|e| e.to_string())
+            .and_then(|doc| {
+                scenario::scenario_from_value(doc, "(generated)").map_err(|e| e.to_string())
+            }),
+    };
+    let scenario = match loaded {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        init_logging();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let printed = if args.server_only {
+        runtime
+            .block_on(bench::server_throughput(
+                scenario,
+                args.duration,
+                args.connections,
+            ))
+            .map(|t| render(&t, args.json))
+    } else {
+        let controller = match args.binary {
+            Some(path) => ControllerRun::Binary {
+                path,
+                args: args.controller_args,
+            },
+            None => ControllerRun::InProcess {
+                args: args.controller_args,
+            },
+        };
+        let config = BenchConfig {
+            duration: args.duration,
+            controller,
+            controller_log: args.controller_log,
+        };
+        runtime
+            .block_on(bench::run(scenario, &config))
+            .map(|r| render(&r, args.json))
+    };
+    match printed {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One JSON object, or a two-column table of its fields (nested objects flattened with `.`).
+fn render(report: &impl serde::Serialize, json: bool) -> String {
+    let value = serde_json::to_value(report).unwrap_or_default();
+    if json {
+        return value.to_string();
+    }
+    let mut rows = Vec::new();
+    flatten("", &value, &mut rows);
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(k, v)| format!("{k:<width$}  {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, rows);
+            }
+        }
+        serde_json::Value::Number(n) => {
+            let text = match n.as_f64() {
+                Some(f) if !n.is_i64() && !n.is_u64() => format!("{f:.4}"),
+                _ => n.to_string(),
+            };
+            rows.push((prefix.to_string(), text));
+        }
+        serde_json::Value::Null => rows.push((prefix.to_string(), "-".into())),
+        other => rows.push((prefix.to_string(), other.to_string())),
+    }
 }

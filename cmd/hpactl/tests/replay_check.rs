@@ -1,5 +1,5 @@
 //! `hpactl replay --check`: valid files exit 0, the first invalid file exits 2 with a message
-//! naming the file, the step and the key (fixture-format.md, "Results").
+//! naming the file, the step and the key (docs/scenario-format.md, "Results").
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,5 +1,5 @@
 //! `hpactl replay` running scenarios: per-scenario PASS/FAIL lines, the failure detail, the
-//! closing `N passed, M failed` line, and exit status 0, 1 or 2 (fixture-format.md,
+//! closing `N passed, M failed` line, and exit status 0, 1 or 2 (docs/scenario-format.md,
 //! "Results").
 
 use std::path::{Path, PathBuf};
