@@ -26,6 +26,7 @@ use crate::decision::{Decision, DecisionConfig};
 use crate::gofmt::SelectorStyle;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
+use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
 use crate::state::{HpaKey, HpaSelectorRegistry, HpaState};
 
@@ -61,6 +62,10 @@ pub struct ControllerConfig {
     pub gates: FeatureGates,
     /// How `%+v` of a `*LabelSelector` prints in External metric names.
     pub selector_style: SelectorStyle,
+    /// `--scale-target-cache`: scale reads from watch caches ([`crate::scale_cache`]).
+    pub scale_target_cache: bool,
+    /// `--metrics-batch-window`: zero fetches pod metrics per HPA.
+    pub metrics_batch_window: Duration,
 }
 
 impl ControllerConfig {
@@ -70,6 +75,8 @@ impl ControllerConfig {
             hpa: options.hpa_configuration(),
             gates: options.feature_gates(),
             selector_style: SelectorStyle::default(),
+            scale_target_cache: options.cost.scale_target_cache,
+            metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
         }
     }
 
@@ -125,6 +132,7 @@ pub(crate) struct Inner {
     pub(crate) client: kube::Client,
     informer_client: kube::Client,
     pub(crate) scale_client: Arc<dyn ScaleClient>,
+    scale_targets: Option<Arc<ScaleTargetCache>>,
     pub(crate) calculator: ReplicaCalculator,
     pub(crate) caches: Caches,
     writers: Mutex<Option<CacheWriters>>,
@@ -238,15 +246,27 @@ impl HorizontalController {
                 DeferredRestMapper::with_clock(parts.client.clone(), parts.clock.clone()),
             ))
         });
+        let informer_client = informer_client.unwrap_or_else(|| parts.client.clone());
+        // `--scale-target-cache`: reads through watch caches (listing and watching with the
+        // informers' client), writes and anything the caches cannot answer through the API.
+        let scale_targets = parts
+            .config
+            .scale_target_cache
+            .then(|| Arc::new(ScaleTargetCache::new(informer_client.clone())));
+        let scale_client: Arc<dyn ScaleClient> = match &scale_targets {
+            Some(cache) => Arc::new(CachedScaleClient::new(scale_client, cache.clone())),
+            None => scale_client,
+        };
         let inner = Inner {
             recorder: Recorder::new(
                 parts.client.clone(),
                 parts.clock.clone(),
                 parts.log_emissions,
             ),
-            informer_client: informer_client.unwrap_or_else(|| parts.client.clone()),
+            informer_client,
             client: parts.client,
             scale_client,
+            scale_targets,
             calculator,
             caches,
             writers: Mutex::new(Some(writers)),
@@ -305,6 +325,11 @@ impl HorizontalController {
     /// The caches (the replay runner compares their resourceVersions with the store's).
     pub fn caches(&self) -> &Caches {
         &self.inner.caches
+    }
+
+    /// The scale target caches, when `--scale-target-cache` is on.
+    pub fn scale_targets(&self) -> Option<&ScaleTargetCache> {
+        self.inner.scale_targets.as_deref()
     }
 
     /// The per-HPA state (recommendations and scale events).
@@ -396,6 +421,9 @@ impl HorizontalController {
             .drain(..)
         {
             task.abort();
+        }
+        if let Some(cache) = &self.inner.scale_targets {
+            cache.stop();
         }
         self.inner.queue.shut_down();
         self.inner.recorder.shutdown();

@@ -9,7 +9,8 @@
 //! emulation ([`gofmt`]) and the Prometheus metrics ([`monitor`]).
 //!
 //! The I/O shell around it: the informer caches and handlers ([`caches`]), the scale target
-//! through discovery and the scale subresource ([`scale_client`]), the event recorder with
+//! through discovery and the scale subresource ([`scale_client`]), read from watch caches
+//! of projections by default ([`scale_cache`], [`scale_projection`]), the event recorder with
 //! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
 //! with its queue and workers ([`controller`]).
 
@@ -27,8 +28,10 @@ pub mod normalize;
 pub mod recommendations;
 pub mod reconcile;
 pub mod recorder;
+pub mod scale_cache;
 pub mod scale_client;
 pub mod scale_events;
+pub mod scale_projection;
 pub mod state;
 pub mod status;
 pub mod tolerance;
