@@ -418,6 +418,13 @@ impl std::fmt::Debug for CachePodLister {
     }
 }
 
+impl CachePodLister {
+    /// Every cached pod of `namespace`, in name order.
+    pub fn list_all(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.pods.list_namespace(namespace, |_| true)
+    }
+}
+
 impl PodLister for CachePodLister {
     fn list(&self, namespace: &str, selector: &Selector) -> Result<Vec<Arc<Pod>>, PodListError> {
         let empty = BTreeMap::new();

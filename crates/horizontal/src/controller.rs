@@ -24,6 +24,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key};
 use crate::decision::{Decision, DecisionConfig};
 use crate::gofmt::SelectorStyle;
+use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
 use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
@@ -222,11 +223,21 @@ impl HorizontalController {
             },
             pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
         };
-        let calculator = ReplicaCalculator::new(
-            parts.metrics_client.clone(),
-            Arc::new(caches.pod_lister()),
-            calc_config,
-        );
+        // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
+        // window and shared; zero asks per HPA, as upstream.
+        let metrics_client: Arc<dyn MetricsClient> = if parts.config.metrics_batch_window.is_zero()
+        {
+            parts.metrics_client.clone()
+        } else {
+            Arc::new(BatchedMetricsClient::new(
+                parts.metrics_client.clone(),
+                caches.pod_lister(),
+                parts.clock.clone(),
+                parts.config.metrics_batch_window,
+            ))
+        };
+        let calculator =
+            ReplicaCalculator::new(metrics_client, Arc::new(caches.pod_lister()), calc_config);
         let queue_config = match parts.workqueue_metrics {
             Some(m) => QueueConfig::named(QUEUE_NAME, m),
             None => QueueConfig::default(),

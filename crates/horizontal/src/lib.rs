@@ -12,7 +12,8 @@
 //! through discovery and the scale subresource ([`scale_client`]), read from watch caches
 //! of projections by default ([`scale_cache`], [`scale_projection`]), the event recorder with
 //! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
-//! with its queue and workers ([`controller`]).
+//! with its queue and workers ([`controller`]); with `--metrics-batch-window`, pod metrics
+//! batched per namespace ([`metrics_batch`]).
 
 pub use controller::{ControllerConfig, ControllerParts, HorizontalController, ReconcileError};
 
@@ -23,6 +24,7 @@ pub mod controller;
 pub mod decision;
 pub mod events;
 pub mod gofmt;
+pub mod metrics_batch;
 pub mod monitor;
 pub mod normalize;
 pub mod recommendations;
