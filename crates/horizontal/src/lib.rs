@@ -27,6 +27,7 @@ pub mod gofmt;
 pub mod metrics_batch;
 pub mod monitor;
 pub mod normalize;
+pub mod pod_projection;
 pub mod recommendations;
 pub mod reconcile;
 pub mod recorder;

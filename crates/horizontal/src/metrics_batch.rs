@@ -121,18 +121,7 @@ impl BatchedMetricsClient {
 
     /// The names of the cached pods of `namespace` and whether each matches `selector`.
     fn pod_matches(&self, namespace: &str, selector: &Selector) -> HashMap<String, bool> {
-        let empty = BTreeMap::new();
-        self.pods
-            .list_all(namespace)
-            .into_iter()
-            .map(|p| {
-                let labels = p.metadata.labels.as_ref().unwrap_or(&empty);
-                (
-                    p.metadata.name.clone().unwrap_or_default(),
-                    selector.matches(labels),
-                )
-            })
-            .collect()
+        self.pods.selected(namespace, selector)
     }
 }
 
