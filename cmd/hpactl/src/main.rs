@@ -4,7 +4,9 @@
 //! of `docs/scenario-format.md` against the real controller; `serve` serves one scenario as a live API server over plain
 //! HTTP on loopback for the real controller binary and `kubectl`; `demo` runs the real
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
-//! or another scenario) and prints one line per decision.
+//! or another scenario) and prints one line per decision; `generate` writes a simulated
+//! cluster of many HPAs as a scenario and `bench` runs the controller against one, counting
+//! requests at the server (`docs/benchmarks.md`).
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
@@ -105,7 +107,8 @@ enum Command {
         /// The kube-hpa-controller binary to run (default: the controller in-process).
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
-        /// Where the binary's output goes (default: discarded).
+        /// Where the binary's output goes (default: hpactl-bench-PID.controller.log in the
+        /// temporary directory).
         #[arg(long, value_name = "FILE")]
         controller_log: Option<PathBuf>,
         /// Measure the fixture server alone (scale GETs and PodMetrics LISTs per second over
@@ -591,6 +594,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>
             rows.push((prefix.to_string(), text));
         }
         serde_json::Value::Null => rows.push((prefix.to_string(), "-".into())),
+        serde_json::Value::String(text) => rows.push((prefix.to_string(), text.clone())),
         other => rows.push((prefix.to_string(), other.to_string())),
     }
 }
