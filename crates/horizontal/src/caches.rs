@@ -31,7 +31,7 @@ use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
-use crate::pod_projection::PodProjection;
+use crate::pod_projection::{PodInterners, PodProjection};
 
 /// What the HPA informer tells the controller (upstream's `ResourceEventHandlerFuncs`).
 pub trait HpaEventHandler: Send + Sync + 'static {
@@ -107,6 +107,7 @@ pub struct PodIndex {
     /// The relist being received (between `Init` and `InitDone`).
     relist: std::sync::Mutex<Option<Namespaces>>,
     ready: tokio::sync::watch::Sender<bool>,
+    interners: PodInterners,
 }
 
 impl std::fmt::Debug for PodIndex {
@@ -131,7 +132,7 @@ impl PodIndex {
                 self.write()
                     .entry(ns)
                     .or_default()
-                    .insert(name, Arc::new(PodProjection::of(&pod)));
+                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
             }
             watcher::Event::Delete(pod) => {
                 let (ns, name) = pod_slot(&pod);
@@ -153,7 +154,7 @@ impl PodIndex {
                     .get_or_insert_with(HashMap::new)
                     .entry(ns)
                     .or_default()
-                    .insert(name, Arc::new(PodProjection::of(&pod)));
+                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
             }
             watcher::Event::InitDone => {
                 let fresh = self

@@ -12,16 +12,18 @@
 //! a namespace, go to the inner client per HPA. A failed list is not kept: the next HPA asks
 //! again. Metrics are up to one window old (on the controller's clock).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hpa_config::Clock;
 use hpa_metrics::rest::{raw_metric_result, resource_metric_result};
-use hpa_metrics::wire::{MetricValue, PodMetrics};
+use hpa_metrics::wire::{ContainerMetrics, MetricValue, PodMetrics};
 use hpa_metrics::{MetricsClient, MetricsError, PodMetricsInfo, Selector};
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::caches::CachePodLister;
 
@@ -79,13 +81,82 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
     }
 }
 
+/// What a kept PodMetrics holds: what the per-HPA answer's computation reads (name,
+/// labels for pods the cache does not hold, timestamp, window, per-container usage), a
+/// fraction of a `PodMetrics` value; a window keeps one list per namespace.
+#[derive(Debug)]
+struct KeptPodMetrics {
+    name: Box<str>,
+    labels: Box<[(Box<str>, Box<str>)]>,
+    timestamp: Option<Time>,
+    window: Option<Box<str>>,
+    containers: Box<[(Box<str>, Box<[(Box<str>, Quantity)]>)]>,
+}
+
+impl KeptPodMetrics {
+    fn of(m: PodMetrics) -> Self {
+        KeptPodMetrics {
+            name: m.metadata.name.unwrap_or_default().into(),
+            labels: m
+                .metadata
+                .labels
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            timestamp: m.timestamp,
+            window: m.window.map(Into::into),
+            containers: m
+                .containers
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.name.into(),
+                        c.usage.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k.as_ref() == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The PodMetrics the API served, as far as the computation reads it.
+    fn to_pod_metrics(&self) -> PodMetrics {
+        PodMetrics {
+            metadata: ObjectMeta {
+                name: Some(self.name.to_string()),
+                ..Default::default()
+            },
+            timestamp: self.timestamp.clone(),
+            window: self.window.as_deref().map(str::to_owned),
+            containers: self
+                .containers
+                .iter()
+                .map(|(name, usage)| ContainerMetrics {
+                    name: name.to_string(),
+                    usage: usage
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.clone()))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A [`MetricsClient`] that batches pod metrics per namespace and window over `inner`.
 pub struct BatchedMetricsClient {
     inner: Arc<dyn MetricsClient>,
     pods: CachePodLister,
     clock: Arc<dyn Clock>,
     window: Duration,
-    resource: Batches<String, PodMetrics>,
+    resource: Batches<String, KeptPodMetrics>,
     custom: Batches<(String, String, String), MetricValue>,
 }
 
@@ -140,7 +211,13 @@ impl MetricsClient for BatchedMetricsClient {
                 &namespace.to_owned(),
                 || self.now(),
                 self.window,
-                || self.inner.list_namespace_pod_metrics(namespace),
+                || async {
+                    Ok(self
+                        .inner
+                        .list_namespace_pod_metrics(namespace)
+                        .await?
+                        .map(|items| items.into_iter().map(KeptPodMetrics::of).collect()))
+                },
             )
             .await?;
         let Some(list) = list else {
@@ -150,18 +227,15 @@ impl MetricsClient for BatchedMetricsClient {
                 .await;
         };
         let pods = self.pod_matches(namespace, selector);
-        let empty = BTreeMap::new();
-        let selected: Vec<&PodMetrics> = list
+        let selected: Vec<PodMetrics> = list
             .iter()
-            .filter(|m| {
-                let name = m.metadata.name.as_deref().unwrap_or("");
-                match pods.get(name) {
-                    Some(matches) => *matches,
-                    None => selector.matches(m.metadata.labels.as_ref().unwrap_or(&empty)),
-                }
+            .filter(|m| match pods.get(m.name.as_ref()) {
+                Some(matches) => *matches,
+                None => selector.matches_lookup(|k| m.label(k)),
             })
+            .map(KeptPodMetrics::to_pod_metrics)
             .collect();
-        resource_metric_result(selected.iter().copied(), resource, container)
+        resource_metric_result(&selected, resource, container)
     }
 
     async fn get_raw_metric(

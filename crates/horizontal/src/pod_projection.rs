@@ -6,11 +6,14 @@
 //! condition (status and lastTransitionTime), and the requests the calculator adds up
 //! (`resourcehelpers.PodRequests` and `calculatePodRequestsFromContainers`): each container's
 //! and init container's name, requests and whether it is a restartable sidecar, the pod-level
-//! requests and the overhead. A kept pod is about a tenth of the size of a `Pod` value.
+//! requests and the overhead. A kept pod is about a tenth of the size of a `Pod` value, and
+//! pods with equal labels or equal requests (the pods of one template) share one copy.
 //! [`PodProjection::to_pod`] gives the calculator a `Pod` holding exactly those fields, so
 //! everything it computes is what it computes from the whole pod.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{
     Container, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements,
@@ -18,23 +21,67 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-/// Requests by resource name, in name order.
-type Requests = Box<[(Box<str>, Quantity)]>;
+/// Requests by resource name (quantities as written), in name order.
+type Requests = Box<[(Box<str>, Box<str>)]>;
 
 fn requests_of(list: Option<&BTreeMap<String, Quantity>>) -> Option<Requests> {
     list.map(|l| {
         l.iter()
-            .map(|(k, v)| (Box::from(k.as_str()), v.clone()))
+            .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.0.as_str())))
             .collect()
     })
 }
 
 fn requests_map(r: &Requests) -> BTreeMap<String, Quantity> {
-    r.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    r.iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect()
+}
+
+/// Labels, sorted by key.
+type Labels = [(Box<str>, Box<str>)];
+
+/// Shares equal values between pods: the pods of one template have the same labels and the
+/// same requests, so each distinct set is kept once. Values no pod holds any more are dropped
+/// as the set grows.
+#[derive(Debug)]
+pub struct Interner<T: ?Sized + Eq + Hash> {
+    set: Mutex<(HashSet<Arc<T>>, usize)>,
+}
+
+impl<T: ?Sized + Eq + Hash> Default for Interner<T> {
+    fn default() -> Self {
+        Interner {
+            set: Mutex::new((HashSet::new(), 1024)),
+        }
+    }
+}
+
+impl<T: ?Sized + Eq + Hash> Interner<T> {
+    /// The shared copy of `value`.
+    fn intern(&self, value: Arc<T>) -> Arc<T> {
+        let mut g = self.set.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = g.0.get(&value) {
+            return kept.clone();
+        }
+        if g.0.len() >= g.1 {
+            g.0.retain(|v| Arc::strong_count(v) > 1);
+            g.1 = (g.0.len() * 2).max(1024);
+        }
+        g.0.insert(value.clone());
+        value
+    }
+}
+
+/// The interners of a pod cache.
+#[derive(Debug, Default)]
+pub struct PodInterners {
+    labels: Interner<Labels>,
+    specs: Interner<SpecRequests>,
 }
 
 /// A container as the request arithmetic sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ContainerRequests {
     name: Box<str>,
     requests: Option<Requests>,
@@ -71,8 +118,8 @@ struct Ready {
 }
 
 /// The spec fields the request arithmetic reads.
-#[derive(Debug, Clone, PartialEq)]
-struct SpecRequests {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpecRequests {
     containers: Box<[ContainerRequests]>,
     init_containers: Option<Box<[ContainerRequests]>>,
     pod_level: Option<Requests>,
@@ -84,29 +131,31 @@ struct SpecRequests {
 pub struct PodProjection {
     name: Box<str>,
     resource_version: Box<str>,
-    /// Sorted by key.
-    labels: Box<[(Box<str>, Box<str>)]>,
+    /// Sorted by key; shared between pods with the same labels.
+    labels: Arc<Labels>,
     deletion_timestamp: Option<Time>,
     phase: Option<Box<str>>,
     start_time: Option<Time>,
     ready: Option<Ready>,
-    spec: Option<SpecRequests>,
+    /// Shared between pods with the same requests.
+    spec: Option<Arc<SpecRequests>>,
 }
 
 impl PodProjection {
-    /// Projects a pod.
-    pub fn of(pod: &Pod) -> Self {
+    /// Projects a pod, sharing its labels and requests through `interners`.
+    pub fn of(pod: &Pod, interners: &PodInterners) -> Self {
         let meta = &pod.metadata;
         let status = pod.status.as_ref();
         PodProjection {
             name: meta.name.as_deref().unwrap_or("").into(),
             resource_version: meta.resource_version.as_deref().unwrap_or("").into(),
-            labels: meta
-                .labels
-                .iter()
-                .flatten()
-                .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
-                .collect(),
+            labels: interners.labels.intern(
+                meta.labels
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
+                    .collect(),
+            ),
             deletion_timestamp: meta.deletion_timestamp.clone(),
             phase: status.and_then(|s| s.phase.as_deref()).map(Box::from),
             start_time: status.and_then(|s| s.start_time.clone()),
@@ -117,14 +166,16 @@ impl PodProjection {
                     status: c.status.as_str().into(),
                     last_transition_time: c.last_transition_time.clone(),
                 }),
-            spec: pod.spec.as_ref().map(|s| SpecRequests {
-                containers: s.containers.iter().map(ContainerRequests::of).collect(),
-                init_containers: s
-                    .init_containers
-                    .as_ref()
-                    .map(|cs| cs.iter().map(ContainerRequests::of).collect()),
-                pod_level: requests_of(s.resources.as_ref().and_then(|r| r.requests.as_ref())),
-                overhead: requests_of(s.overhead.as_ref()),
+            spec: pod.spec.as_ref().map(|s| {
+                interners.specs.intern(Arc::new(SpecRequests {
+                    containers: s.containers.iter().map(ContainerRequests::of).collect(),
+                    init_containers: s
+                        .init_containers
+                        .as_ref()
+                        .map(|cs| cs.iter().map(ContainerRequests::of).collect()),
+                    pod_level: requests_of(s.resources.as_ref().and_then(|r| r.requests.as_ref())),
+                    overhead: requests_of(s.overhead.as_ref()),
+                }))
             }),
         }
     }
@@ -230,7 +281,7 @@ mod tests {
     #[test]
     fn keeps_what_the_calculator_reads() {
         let pod = full_pod();
-        let p = PodProjection::of(&pod);
+        let p = PodProjection::of(&pod, &PodInterners::default());
         let back = p.to_pod("default");
         assert_eq!(back.metadata.labels, pod.metadata.labels);
         assert_eq!(back.metadata.annotations, None);
@@ -280,7 +331,7 @@ mod tests {
     #[test]
     fn labels_match_as_the_map_does() {
         let pod = full_pod();
-        let p = PodProjection::of(&pod);
+        let p = PodProjection::of(&pod, &PodInterners::default());
         let labels = pod.metadata.labels.clone().unwrap();
         for sel in [
             "app=web",
@@ -300,7 +351,7 @@ mod tests {
     #[test]
     fn a_bare_pod() {
         let pod = Pod::default();
-        let back = PodProjection::of(&pod).to_pod("");
+        let back = PodProjection::of(&pod, &PodInterners::default()).to_pod("");
         assert!(back.spec.is_none());
         assert_eq!(back.metadata.labels, None);
     }
