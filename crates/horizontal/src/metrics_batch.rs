@@ -90,8 +90,11 @@ struct KeptPodMetrics {
     labels: Box<[(Box<str>, Box<str>)]>,
     timestamp: Option<Time>,
     window: Option<Box<str>>,
-    containers: Box<[(Box<str>, Box<[(Box<str>, Quantity)]>)]>,
+    containers: Box<[(Box<str>, Usage)]>,
 }
+
+/// One container's usage by resource.
+type Usage = Box<[(Box<str>, Quantity)]>;
 
 impl KeptPodMetrics {
     fn of(m: PodMetrics) -> Self {
