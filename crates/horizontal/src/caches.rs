@@ -192,17 +192,21 @@ impl PodIndex {
         })
     }
 
-    /// Each pod of `namespace` by name, with what `f` says of it.
-    pub fn map_namespace<T>(
-        &self,
-        namespace: &str,
-        f: impl Fn(&PodProjection) -> T,
-    ) -> HashMap<String, T> {
+    /// The names of the pods of `namespace` that `selector` matches, in name order.
+    pub fn names_matching(&self, namespace: &str, selector: &Selector) -> Vec<String> {
+        self.read().get(namespace).map_or_else(Vec::new, |pods| {
+            pods.iter()
+                .filter(|(_, p)| p.matches(selector))
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+    }
+
+    /// Whether pod `namespace/name` is cached.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
         self.read()
             .get(namespace)
-            .map_or_else(HashMap::new, |pods| {
-                pods.iter().map(|(name, p)| (name.clone(), f(p))).collect()
-            })
+            .is_some_and(|pods| pods.contains_key(name))
     }
 
     /// The number of namespaces with cached pods.
@@ -444,9 +448,14 @@ impl std::fmt::Debug for CachePodLister {
 }
 
 impl CachePodLister {
-    /// Each cached pod of `namespace` by name, and whether `selector` matches it.
-    pub fn selected(&self, namespace: &str, selector: &Selector) -> HashMap<String, bool> {
-        self.pods.map_namespace(namespace, |p| p.matches(selector))
+    /// The names of the cached pods of `namespace` that `selector` matches, in name order.
+    pub fn matching_names(&self, namespace: &str, selector: &Selector) -> Vec<String> {
+        self.pods.names_matching(namespace, selector)
+    }
+
+    /// Whether the cache holds pod `namespace/name`.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.pods.contains(namespace, name)
     }
 }
 

@@ -27,13 +27,48 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::caches::CachePodLister;
 
-/// One kept list: when it was fetched, and its items.
-type Slot<V> = Arc<tokio::sync::Mutex<Option<(jiff::Timestamp, Arc<Vec<V>>)>>>;
+/// One kept list: when it was fetched, and its contents.
+type Kept<V> = Option<(jiff::Timestamp, Arc<V>)>;
 
-/// Lists kept for one window, by key; one fetch at a time per key (the HPAs of a namespace
-/// reconciled together wait for one list).
+/// The list of one key: the kept one (read without waiting), and the lock its fetches take
+/// (one fetch at a time; the HPAs that need a new list wait for that one).
+struct Slot<V> {
+    kept: Mutex<Kept<V>>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl<V> Default for Slot<V> {
+    fn default() -> Self {
+        Slot {
+            kept: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<V> Slot<V> {
+    fn kept(&self) -> Kept<V> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn keep(&self, at: jiff::Timestamp, value: Arc<V>) {
+        *self.kept.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, value));
+    }
+}
+
+/// The age of a list fetched at `at`, if not in the future.
+fn age(now: jiff::Timestamp, at: jiff::Timestamp) -> Option<Duration> {
+    let age = now.duration_since(at);
+    (age >= jiff::SignedDuration::ZERO).then(|| age.unsigned_abs())
+}
+
+/// Lists kept for one window, by key. A list younger than three quarters of the window is
+/// shared as it is. The first HPA to read an older one fetches a new one (refresh-ahead),
+/// holding the key's fetch lock, while the others keep reading the kept one until it is a
+/// window old; from then on they wait for the fetch in flight (or start one). So no list is
+/// used once it is a window old, and in a steady state HPAs rarely wait for a fetch.
 struct Batches<K, V> {
-    slots: Mutex<HashMap<K, Slot<V>>>,
+    slots: Mutex<HashMap<K, Arc<Slot<V>>>>,
 }
 
 impl<K: Eq + Hash + Clone, V> Batches<K, V> {
@@ -43,18 +78,18 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
         }
     }
 
-    /// The list of `key` fetched less than `window` ago, or a fresh one from `fetch` (kept
-    /// when it succeeds); `None` when `fetch` cannot list.
+    /// The list of `key` for an HPA reconciled now: the kept one, or a new one from `fetch`
+    /// (kept when it succeeds); `None` when `fetch` cannot list.
     async fn get<F, Fut>(
         &self,
         key: &K,
         now: impl Fn() -> jiff::Timestamp,
         window: Duration,
         fetch: F,
-    ) -> Result<Option<Arc<Vec<V>>>, MetricsError>
+    ) -> Result<Option<Arc<V>>, MetricsError>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Option<Vec<V>>, MetricsError>>,
+        Fut: std::future::Future<Output = Result<Option<V>, MetricsError>>,
     {
         let slot = self
             .slots
@@ -63,18 +98,38 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
             .entry(key.clone())
             .or_default()
             .clone();
-        let mut kept = slot.lock().await;
-        if let Some((at, items)) = kept.as_ref() {
-            let age = now().duration_since(*at);
-            if age >= jiff::SignedDuration::ZERO && age.unsigned_abs() < window {
-                return Ok(Some(items.clone()));
-            }
+        let refresh_ahead = window - window / 4;
+        let kept = slot.kept();
+        let fresh = |kept: &Kept<V>, limit: Duration| {
+            kept.as_ref()
+                .filter(|(at, _)| age(now(), *at).is_some_and(|a| a < limit))
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(v) = fresh(&kept, refresh_ahead) {
+            return Ok(Some(v));
         }
+        // Older than three quarters of a window: refresh ahead if no fetch is in flight,
+        // else share the kept list while it is younger than a window.
+        let _fetching = match slot.fetching.try_lock() {
+            Ok(guard) => guard,
+            Err(_) => {
+                if let Some(v) = fresh(&kept, window) {
+                    return Ok(Some(v));
+                }
+                let guard = slot.fetching.lock().await;
+                // The fetch this HPA waited for may have brought a list.
+                if let Some(v) = fresh(&slot.kept(), refresh_ahead) {
+                    return Ok(Some(v));
+                }
+                guard
+            }
+        };
+        let at = now();
         match fetch().await? {
-            Some(items) => {
-                let items = Arc::new(items);
-                *kept = Some((now(), items.clone()));
-                Ok(Some(items))
+            Some(value) => {
+                let value = Arc::new(value);
+                slot.keep(at, value.clone());
+                Ok(Some(value))
             }
             None => Ok(None),
         }
@@ -153,14 +208,23 @@ impl KeptPodMetrics {
     }
 }
 
+/// One namespace's PodMetrics as a window keeps them: by pod name, and the names of those
+/// whose pod the cache did not hold when they were listed (selected by their own labels, as
+/// metrics-server copies them from its pods).
+#[derive(Debug)]
+struct NamespacePodMetrics {
+    by_name: HashMap<Box<str>, KeptPodMetrics>,
+    orphans: Vec<Box<str>>,
+}
+
 /// A [`MetricsClient`] that batches pod metrics per namespace and window over `inner`.
 pub struct BatchedMetricsClient {
     inner: Arc<dyn MetricsClient>,
     pods: CachePodLister,
     clock: Arc<dyn Clock>,
     window: Duration,
-    resource: Batches<String, KeptPodMetrics>,
-    custom: Batches<(String, String, String), MetricValue>,
+    resource: Batches<String, NamespacePodMetrics>,
+    custom: Batches<(String, String, String), Vec<MetricValue>>,
 }
 
 impl std::fmt::Debug for BatchedMetricsClient {
@@ -192,11 +256,6 @@ impl BatchedMetricsClient {
     fn now(&self) -> jiff::Timestamp {
         self.clock.now()
     }
-
-    /// The names of the cached pods of `namespace` and whether each matches `selector`.
-    fn pod_matches(&self, namespace: &str, selector: &Selector) -> HashMap<String, bool> {
-        self.pods.selected(namespace, selector)
-    }
 }
 
 #[async_trait::async_trait]
@@ -219,7 +278,20 @@ impl MetricsClient for BatchedMetricsClient {
                         .inner
                         .list_namespace_pod_metrics(namespace)
                         .await?
-                        .map(|items| items.into_iter().map(KeptPodMetrics::of).collect()))
+                        .map(|items| {
+                            let mut orphans = Vec::new();
+                            let by_name = items
+                                .into_iter()
+                                .map(|m| {
+                                    let kept = KeptPodMetrics::of(m);
+                                    if !self.pods.contains(namespace, &kept.name) {
+                                        orphans.push(kept.name.clone());
+                                    }
+                                    (kept.name.clone(), kept)
+                                })
+                                .collect();
+                            NamespacePodMetrics { by_name, orphans }
+                        }))
                 },
             )
             .await?;
@@ -229,13 +301,24 @@ impl MetricsClient for BatchedMetricsClient {
                 .get_resource_metric(resource, namespace, selector, container)
                 .await;
         };
-        let pods = self.pod_matches(namespace, selector);
-        let selected: Vec<PodMetrics> = list
+        // The selected pods' metrics, and the orphans the selector matches, in name order
+        // (the order of the API's list).
+        let mut selected: Vec<&KeptPodMetrics> = self
+            .pods
+            .matching_names(namespace, selector)
             .iter()
-            .filter(|m| match pods.get(m.name.as_ref()) {
-                Some(matches) => *matches,
-                None => selector.matches_lookup(|k| m.label(k)),
-            })
+            .filter_map(|name| list.by_name.get(name.as_str()))
+            .chain(
+                list.orphans
+                    .iter()
+                    .filter_map(|name| list.by_name.get(name))
+                    .filter(|m| selector.matches_lookup(|k| m.label(k))),
+            )
+            .collect();
+        selected.sort_by(|a, b| a.name.cmp(&b.name));
+        selected.dedup_by(|a, b| a.name == b.name);
+        let selected: Vec<PodMetrics> = selected
+            .into_iter()
             .map(KeptPodMetrics::to_pod_metrics)
             .collect();
         resource_metric_result(&selected, resource, container)
@@ -272,9 +355,9 @@ impl MetricsClient for BatchedMetricsClient {
                 .await;
         };
         let selected: HashSet<String> = self
-            .pod_matches(namespace, selector)
+            .pods
+            .matching_names(namespace, selector)
             .into_iter()
-            .filter_map(|(name, matches)| matches.then_some(name))
             .collect();
         let items: Vec<&MetricValue> = list
             .iter()
