@@ -13,5 +13,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test --workspace"
 cargo test --workspace
 
-echo "== hpactl replay test-fixtures/scenarios"
+echo "== hpactl replay test-fixtures/scenarios (--scale-target-cache: the default, true)"
 cargo run -q -p hpactl -- replay test-fixtures/scenarios
+
+echo "== hpactl replay --scale-target-cache=false test-fixtures/scenarios"
+cargo run -q -p hpactl -- replay --scale-target-cache=false test-fixtures/scenarios

@@ -45,6 +45,10 @@ enum Command {
         /// Only validate the files; do not run them.
         #[arg(long)]
         check: bool,
+        /// The controller's `--scale-target-cache` for every scenario whose `flags` do not
+        /// set it (the scenario's own setting wins).
+        #[arg(long, value_name = "true|false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+        scale_target_cache: Option<bool>,
         /// Scenario files or directories.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
@@ -188,7 +192,11 @@ const EXIT_INVALID: u8 = 2;
 fn main() -> ExitCode {
     let cli = Cli::parse_from(explain::plugin_args(std::env::args_os()));
     match cli.command {
-        Command::Replay { check, paths } => replay(check, &paths),
+        Command::Replay {
+            check,
+            scale_target_cache,
+            paths,
+        } => replay(check, scale_target_cache, &paths),
         Command::Serve {
             scenario,
             addr,
@@ -255,14 +263,21 @@ fn load_all(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError
     Ok(out)
 }
 
-fn replay(check: bool, paths: &[PathBuf]) -> ExitCode {
-    let loaded = match load_all(paths) {
+fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> ExitCode {
+    let mut loaded = match load_all(paths) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    if let Some(on) = scale_target_cache {
+        for (_, s) in &mut loaded {
+            s.flags
+                .entry("scale-target-cache".to_owned())
+                .or_insert_with(|| on.to_string());
+        }
+    }
     if check {
         for (file, s) in &loaded {
             println!("OK {} ({})", s.name, file.display());

@@ -99,6 +99,19 @@ pub struct HpaFlags {
     pub downscale_delay: GoDuration,
 }
 
+/// Flags of this controller that kube-controller-manager does not have: how it keeps its API
+/// cost down. Their defaults keep upstream's decisions.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Cost flags (not in kube-controller-manager)")]
+pub struct CostFlags {
+    /// Read the scale of Deployments, StatefulSets, ReplicaSets and ReplicationControllers (and of custom resources whose list/watch RBAC allows) from watch caches instead of one GET of the scale subresource per HPA and sync. Writes stay PUTs of the scale subresource. false reads every scale with a GET, as kube-controller-manager does.
+    #[arg(verbatim_doc_comment, long = "scale-target-cache", value_name = "true|false", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
+    pub scale_target_cache: bool,
+    /// When above 0s, Resource and ContainerResource pod metrics are listed once per namespace per window, and Pods metrics once per namespace and metric name per window, and shared by every HPA reconciled in that window (metrics up to one window old; a custom metrics adapter must serve a list without a label selector). 0s fetches per HPA, as kube-controller-manager does.
+    #[arg(verbatim_doc_comment, long = "metrics-batch-window", value_name = "duration", default_value = "0s", value_parser = go_duration)]
+    pub metrics_batch_window: GoDuration,
+}
+
 /// `Generic flags`: controllers, client settings, feature gates.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Generic flags")]
@@ -298,6 +311,9 @@ pub struct Options {
     /// HPA flags.
     #[command(flatten)]
     pub hpa: HpaFlags,
+    /// Scale target cache and metrics batching.
+    #[command(flatten)]
+    pub cost: CostFlags,
     /// Controllers, client, feature gates.
     #[command(flatten)]
     pub generic: GenericFlags,
@@ -451,6 +467,12 @@ impl Options {
                     "--controllers: {bare:?} is not in the list of known controllers"
                 ));
             }
+        }
+        if self.cost.metrics_batch_window.as_nanos() < 0 {
+            errs.push(format!(
+                "--metrics-batch-window: must be zero or positive, got {}",
+                self.cost.metrics_batch_window
+            ));
         }
         if !(0..=65535).contains(&self.serving.secure_port) {
             errs.push(format!(
@@ -655,6 +677,33 @@ mod tests {
         assert!(!gates.enabled(Feature::HpaScaleToZero));
         assert!(gates.enabled(Feature::PodLevelResources));
         assert!(o.hpa_controller_enabled());
+        assert!(o.cost.scale_target_cache);
+        assert_eq!(o.cost.metrics_batch_window, GoDuration::ZERO);
+    }
+
+    #[test]
+    fn cost_flags() {
+        let o = parse(&["--scale-target-cache=false", "--metrics-batch-window=15s"])
+            .unwrap()
+            .options;
+        assert!(!o.cost.scale_target_cache);
+        assert_eq!(o.cost.metrics_batch_window, GoDuration::from_secs(15));
+        assert!(
+            parse(&["--scale-target-cache"])
+                .unwrap()
+                .options
+                .cost
+                .scale_target_cache
+        );
+        let err = parse(&["--metrics-batch-window=-1s"]).unwrap_err();
+        assert_eq!(
+            err,
+            FlagError::Invalid("--metrics-batch-window: must be zero or positive, got -1s".into())
+        );
+        assert!(matches!(
+            parse(&["--metrics-batch-window=soon"]),
+            Err(FlagError::Invalid(_))
+        ));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!
 //! As KCM's shared informer factory (`cmd/kube-controller-manager/app/controllermanager.go`,
 //! `informers.WithTransform(trim managedFields)`), every cached object is stored without
-//! `metadata.managedFields`. Pods are indexed by namespace (the informer's `NamespaceIndex`
+//! `metadata.managedFields`; pods are kept as [`PodProjection`]s (what the calculator and the
+//! selector checks read). Pods are indexed by namespace (the informer's `NamespaceIndex`
 //! that `podLister.Pods(ns).List` uses), so a list reads one namespace, never the cluster.
 //! The handler's periodic resync (`AddEventHandlerWithResyncPeriod`) runs in the same task
 //! as the watch events, so its `UpdateFunc` calls are ordered with `DeleteFunc` as the
@@ -29,6 +30,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
+
+use crate::pod_projection::{PodInterners, PodProjection};
 
 /// What the HPA informer tells the controller (upstream's `ResourceEventHandlerFuncs`).
 pub trait HpaEventHandler: Send + Sync + 'static {
@@ -94,16 +97,17 @@ pub fn trim_managed_fields<K: Resource>(obj: &mut K) {
 }
 
 /// namespace → name → pod.
-type Namespaces = HashMap<String, BTreeMap<String, Arc<Pod>>>;
+type Namespaces = HashMap<String, BTreeMap<String, Arc<PodProjection>>>;
 
 /// The Pod cache, indexed by namespace: namespace → name → pod (name order, so lists need no
-/// sort). A namespace without pods has no entry.
+/// sort), each pod kept as a [`PodProjection`]. A namespace without pods has no entry.
 #[derive(Default)]
 pub struct PodIndex {
     by_namespace: RwLock<Namespaces>,
     /// The relist being received (between `Init` and `InitDone`).
     relist: std::sync::Mutex<Option<Namespaces>>,
     ready: tokio::sync::watch::Sender<bool>,
+    interners: PodInterners,
 }
 
 impl std::fmt::Debug for PodIndex {
@@ -128,7 +132,7 @@ impl PodIndex {
                 self.write()
                     .entry(ns)
                     .or_default()
-                    .insert(name, Arc::new(pod));
+                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
             }
             watcher::Event::Delete(pod) => {
                 let (ns, name) = pod_slot(&pod);
@@ -150,7 +154,7 @@ impl PodIndex {
                     .get_or_insert_with(HashMap::new)
                     .entry(ns)
                     .or_default()
-                    .insert(name, Arc::new(pod));
+                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
             }
             watcher::Event::InitDone => {
                 let fresh = self
@@ -173,11 +177,36 @@ impl PodIndex {
         self.by_namespace.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The pods of `namespace` that `keep` accepts, in name order.
-    pub fn list_namespace(&self, namespace: &str, keep: impl Fn(&Pod) -> bool) -> Vec<Arc<Pod>> {
+    /// The pods of `namespace` that `keep` accepts, in name order, as the calculator reads
+    /// them ([`PodProjection::to_pod`]).
+    pub fn list_namespace(
+        &self,
+        namespace: &str,
+        keep: impl Fn(&PodProjection) -> bool,
+    ) -> Vec<Arc<Pod>> {
         self.read().get(namespace).map_or_else(Vec::new, |pods| {
-            pods.values().filter(|p| keep(p)).cloned().collect()
+            pods.values()
+                .filter(|p| keep(p))
+                .map(|p| Arc::new(p.to_pod(namespace)))
+                .collect()
         })
+    }
+
+    /// The names of the pods of `namespace` that `selector` matches, in name order.
+    pub fn names_matching(&self, namespace: &str, selector: &Selector) -> Vec<String> {
+        self.read().get(namespace).map_or_else(Vec::new, |pods| {
+            pods.iter()
+                .filter(|(_, p)| p.matches(selector))
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+    }
+
+    /// Whether pod `namespace/name` is cached.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.read()
+            .get(namespace)
+            .is_some_and(|pods| pods.contains_key(name))
     }
 
     /// The number of namespaces with cached pods.
@@ -202,7 +231,7 @@ impl PodIndex {
                         } else {
                             format!("{ns}/{name}")
                         },
-                        p.metadata.resource_version.clone().unwrap_or_default(),
+                        p.resource_version().to_owned(),
                     )
                 })
             })
@@ -418,14 +447,23 @@ impl std::fmt::Debug for CachePodLister {
     }
 }
 
+impl CachePodLister {
+    /// The names of the cached pods of `namespace` that `selector` matches, in name order.
+    pub fn matching_names(&self, namespace: &str, selector: &Selector) -> Vec<String> {
+        self.pods.names_matching(namespace, selector)
+    }
+
+    /// Whether the cache holds pod `namespace/name`.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.pods.contains(namespace, name)
+    }
+}
+
 impl PodLister for CachePodLister {
     fn list(&self, namespace: &str, selector: &Selector) -> Result<Vec<Arc<Pod>>, PodListError> {
-        let empty = BTreeMap::new();
         // One namespace, from the index, already in name order (the informer's indexer order
         // is a Go map's, unspecified; this one is deterministic).
-        Ok(self.pods.list_namespace(namespace, |p| {
-            selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty))
-        }))
+        Ok(self.pods.list_namespace(namespace, |p| p.matches(selector)))
     }
 }
 

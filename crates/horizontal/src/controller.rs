@@ -25,8 +25,10 @@ use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key
 use crate::decision::{Decision, DecisionConfig};
 use crate::explain_metrics::ExplainMetrics;
 use crate::gofmt::SelectorStyle;
+use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
+use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
 use crate::shadow::ShadowStore;
 use crate::state::{HpaKey, HpaSelectorRegistry, HpaState};
@@ -67,6 +69,10 @@ pub struct ControllerConfig {
     /// Shadow mode (`--shadow`): decide, compare with the active controller's status, and
     /// write nothing (no scale, no status, no event).
     pub shadow: bool,
+    /// `--scale-target-cache`: scale reads from watch caches ([`crate::scale_cache`]).
+    pub scale_target_cache: bool,
+    /// `--metrics-batch-window`: zero fetches pod metrics per HPA.
+    pub metrics_batch_window: Duration,
 }
 
 impl ControllerConfig {
@@ -77,6 +83,8 @@ impl ControllerConfig {
             gates: options.feature_gates(),
             selector_style: SelectorStyle::default(),
             shadow: options.shadow.shadow,
+            scale_target_cache: options.cost.scale_target_cache,
+            metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
         }
     }
 
@@ -132,6 +140,7 @@ pub(crate) struct Inner {
     pub(crate) client: kube::Client,
     informer_client: kube::Client,
     pub(crate) scale_client: Arc<dyn ScaleClient>,
+    scale_targets: Option<Arc<ScaleTargetCache>>,
     pub(crate) calculator: ReplicaCalculator,
     pub(crate) caches: Caches,
     writers: Mutex<Option<CacheWriters>>,
@@ -225,11 +234,21 @@ impl HorizontalController {
             },
             pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
         };
-        let calculator = ReplicaCalculator::new(
-            parts.metrics_client.clone(),
-            Arc::new(caches.pod_lister()),
-            calc_config,
-        );
+        // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
+        // window and shared; zero asks per HPA, as upstream.
+        let metrics_client: Arc<dyn MetricsClient> = if parts.config.metrics_batch_window.is_zero()
+        {
+            parts.metrics_client.clone()
+        } else {
+            Arc::new(BatchedMetricsClient::new(
+                parts.metrics_client.clone(),
+                caches.pod_lister(),
+                parts.clock.clone(),
+                parts.config.metrics_batch_window,
+            ))
+        };
+        let calculator =
+            ReplicaCalculator::new(metrics_client, Arc::new(caches.pod_lister()), calc_config);
         let queue_config = match parts.workqueue_metrics {
             Some(m) => QueueConfig::named(QUEUE_NAME, m),
             None => QueueConfig::default(),
@@ -249,15 +268,27 @@ impl HorizontalController {
                 DeferredRestMapper::with_clock(parts.client.clone(), parts.clock.clone()),
             ))
         });
+        let informer_client = informer_client.unwrap_or_else(|| parts.client.clone());
+        // `--scale-target-cache`: reads through watch caches (listing and watching with the
+        // informers' client), writes and anything the caches cannot answer through the API.
+        let scale_targets = parts
+            .config
+            .scale_target_cache
+            .then(|| Arc::new(ScaleTargetCache::new(informer_client.clone())));
+        let scale_client: Arc<dyn ScaleClient> = match &scale_targets {
+            Some(cache) => Arc::new(CachedScaleClient::new(scale_client, cache.clone())),
+            None => scale_client,
+        };
         let inner = Inner {
             recorder: Recorder::new(
                 parts.client.clone(),
                 parts.clock.clone(),
                 parts.log_emissions,
             ),
-            informer_client: informer_client.unwrap_or_else(|| parts.client.clone()),
+            informer_client,
             client: parts.client,
             scale_client,
+            scale_targets,
             calculator,
             caches,
             writers: Mutex::new(Some(writers)),
@@ -319,6 +350,11 @@ impl HorizontalController {
     /// The caches (the replay runner compares their resourceVersions with the store's).
     pub fn caches(&self) -> &Caches {
         &self.inner.caches
+    }
+
+    /// The scale target caches, when `--scale-target-cache` is on.
+    pub fn scale_targets(&self) -> Option<&ScaleTargetCache> {
+        self.inner.scale_targets.as_deref()
     }
 
     /// The per-HPA state (recommendations and scale events).
@@ -425,6 +461,9 @@ impl HorizontalController {
             .drain(..)
         {
             task.abort();
+        }
+        if let Some(cache) = &self.inner.scale_targets {
+            cache.stop();
         }
         self.inner.queue.shut_down();
         self.inner.recorder.shutdown();

@@ -516,7 +516,12 @@ impl Inner {
                 Ok(_) => return Ok(()),
                 Err(e) => e,
             };
-            match self.scale_client.get_scale(namespace, mapping, &name).await {
+            // From the API, not a cache: the cache may be behind the version that conflicted.
+            match self
+                .scale_client
+                .get_scale_live(namespace, mapping, &name)
+                .await
+            {
                 Ok(latest) => scale = latest,
                 Err(get_err) => tracing::error!(
                     error = %get_err.message,

@@ -84,6 +84,17 @@ pub trait ScaleClient: Send + Sync {
         name: &str,
     ) -> Result<Scale, ScaleError>;
 
+    /// GET the scale of `name` from the API itself, never from a cache (the re-read after a
+    /// conflicting write).
+    async fn get_scale_live(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        self.get_scale(namespace, mapping, name).await
+    }
+
     /// PUT `scale` (carrying the resourceVersion read) through `mapping`.
     async fn update_scale(
         &self,

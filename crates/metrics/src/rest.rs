@@ -226,12 +226,78 @@ impl RestMetricsClient {
         }
     }
 
+    /// The PodMetrics of `namespace` matching `selector` (all of them for `""`), unchecked.
+    async fn pod_metrics_list(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> Result<Vec<PodMetrics>, MetricsError> {
+        let url = format!(
+            "/apis/{RESOURCE_METRICS_GROUP}/v1beta1/namespaces/{}/pods{}",
+            escape_path(namespace),
+            encode_query(&[("labelSelector", selector.to_owned())])
+        );
+        let list: PodMetricsList = self
+            .get_json(
+                Api::Resource,
+                &url,
+                &format!("pods.{RESOURCE_METRICS_GROUP}"),
+                "",
+            )
+            .await
+            .map_err(MetricsError::ResourceFetch)?;
+        Ok(list.items)
+    }
+
+    /// The values of the Pods metric `metric_name` for the pods of `namespace` matching
+    /// `selector` (all of them for `""`); `check_values` fails on a value that does not parse
+    /// (the per-HPA call; the batched list checks the values an HPA selects).
+    async fn pods_custom_metric_list(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        selector: &str,
+        metric_selector: &Selector,
+        check_values: bool,
+    ) -> Result<Vec<MetricValue>, MetricsError> {
+        let path = format!(
+            "/namespaces/{}/pods/*/{}",
+            escape_path(namespace),
+            escape_path(metric_name)
+        );
+        self.custom_metric_list_checked(
+            &path,
+            &[
+                ("labelSelector", selector.to_owned()),
+                ("metricLabelSelector", metric_selector.to_string()),
+            ],
+            "pods",
+            "*",
+            check_values,
+        )
+        .await
+        .map(|list| list.items)
+        .map_err(MetricsError::CustomFetch)
+    }
+
     async fn custom_metric_list(
         &self,
         path_after_version: &str,
         query: &[(&str, String)],
         qualified_resource: &str,
         name: &str,
+    ) -> Result<MetricValueList, FetchError> {
+        self.custom_metric_list_checked(path_after_version, query, qualified_resource, name, true)
+            .await
+    }
+
+    async fn custom_metric_list_checked(
+        &self,
+        path_after_version: &str,
+        query: &[(&str, String)],
+        qualified_resource: &str,
+        name: &str,
+        check_values: bool,
     ) -> Result<MetricValueList, FetchError> {
         let version = self.custom_metrics_version().await?;
         let url = format!(
@@ -253,11 +319,67 @@ impl RestMetricsClient {
                 "the custom metrics API server didn't return MetricValueList, the type is {kind}"
             )));
         }
-        for item in &list.items {
-            parse_quantity(&item.value)?;
+        if check_values {
+            for item in &list.items {
+                parse_quantity(&item.value)?;
+            }
         }
         Ok(list)
     }
+}
+
+/// Upstream `resourceMetricsClient.GetResourceMetric` after its request: every quantity of
+/// the answer must parse (Go decodes them all), an empty answer is an error, the timestamp is
+/// the first item's, and the values are per pod (summed) or of one container.
+pub fn resource_metric_result<'a>(
+    items: impl IntoIterator<Item = &'a PodMetrics> + Clone,
+    resource: &str,
+    container: Option<&str>,
+) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+    for q in items
+        .clone()
+        .into_iter()
+        .flat_map(|m| m.containers.iter().flat_map(|c| c.usage.values()))
+    {
+        parse_quantity(q).map_err(MetricsError::ResourceFetch)?;
+    }
+    let Some(first) = items.clone().into_iter().next() else {
+        return Err(MetricsError::NoResourceMetrics);
+    };
+    let ts = timestamp(first.timestamp.as_ref());
+    let metrics = match container.filter(|c| !c.is_empty()) {
+        Some(c) => container_metrics(items, resource, c),
+        None => pod_sum_metrics(items, resource),
+    };
+    Ok((metrics, ts))
+}
+
+/// Upstream `customMetricsClient.GetRawMetric` after its request: an empty answer is an
+/// error, the timestamp is the first item's, one value per described pod. Every value must
+/// parse (the per-HPA request checks them while decoding).
+pub fn raw_metric_result<'a>(
+    items: impl IntoIterator<Item = &'a MetricValue> + Clone,
+) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+    for m in items.clone() {
+        parse_quantity(&m.value).map_err(MetricsError::CustomFetch)?;
+    }
+    let mut iter = items.into_iter().peekable();
+    let Some(first) = iter.peek() else {
+        return Err(MetricsError::NoCustomMetrics);
+    };
+    let ts = timestamp(first.timestamp.as_ref());
+    let mut res = PodMetricsInfo::with_capacity(iter.size_hint().0);
+    for m in iter {
+        res.insert(
+            m.described_object.name.clone(),
+            PodMetric {
+                timestamp: timestamp(m.timestamp.as_ref()),
+                window: custom_window(m),
+                value: milli(&m.value),
+            },
+        );
+    }
+    Ok((res, ts))
 }
 
 fn timestamp(t: Option<&Time>) -> jiff::Timestamp {
@@ -290,8 +412,12 @@ fn custom_window(m: &MetricValue) -> Duration {
 
 /// Upstream `getPodMetrics`: per pod, the sum over all containers; a pod with no containers or
 /// with a container lacking the resource is left out.
-pub fn pod_sum_metrics(items: &[PodMetrics], resource: &str) -> PodMetricsInfo {
-    let mut res = PodMetricsInfo::with_capacity(items.len());
+pub fn pod_sum_metrics<'a>(
+    items: impl IntoIterator<Item = &'a PodMetrics>,
+    resource: &str,
+) -> PodMetricsInfo {
+    let items = items.into_iter();
+    let mut res = PodMetricsInfo::with_capacity(items.size_hint().0);
     for m in items {
         let name = m.metadata.name.clone().unwrap_or_default();
         let mut sum: i64 = 0;
@@ -322,8 +448,13 @@ pub fn pod_sum_metrics(items: &[PodMetrics], resource: &str) -> PodMetricsInfo {
 
 /// Upstream `getContainerMetrics`: per pod, the named container's usage; a pod without that
 /// container, or whose container lacks the resource, is left out.
-pub fn container_metrics(items: &[PodMetrics], resource: &str, container: &str) -> PodMetricsInfo {
-    let mut res = PodMetricsInfo::with_capacity(items.len());
+pub fn container_metrics<'a>(
+    items: impl IntoIterator<Item = &'a PodMetrics>,
+    resource: &str,
+    container: &str,
+) -> PodMetricsInfo {
+    let items = items.into_iter();
+    let mut res = PodMetricsInfo::with_capacity(items.size_hint().0);
     for m in items {
         let name = m.metadata.name.clone().unwrap_or_default();
         match m.containers.iter().find(|c| c.name == container) {
@@ -356,37 +487,10 @@ impl MetricsClient for RestMetricsClient {
         selector: &Selector,
         container: Option<&'a str>,
     ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
-        let url = format!(
-            "/apis/{RESOURCE_METRICS_GROUP}/v1beta1/namespaces/{}/pods{}",
-            escape_path(namespace),
-            encode_query(&[("labelSelector", selector.to_string())])
-        );
-        let list: PodMetricsList = self
-            .get_json(
-                Api::Resource,
-                &url,
-                &format!("pods.{RESOURCE_METRICS_GROUP}"),
-                "",
-            )
-            .await
-            .map_err(MetricsError::ResourceFetch)?;
-        // Go decodes every quantity of the answer; a bad one fails the whole call.
-        for q in list
-            .items
-            .iter()
-            .flat_map(|m| m.containers.iter().flat_map(|c| c.usage.values()))
-        {
-            parse_quantity(q).map_err(MetricsError::ResourceFetch)?;
-        }
-        let Some(first) = list.items.first() else {
-            return Err(MetricsError::NoResourceMetrics);
-        };
-        let ts = timestamp(first.timestamp.as_ref());
-        let metrics = match container.filter(|c| !c.is_empty()) {
-            Some(c) => container_metrics(&list.items, resource, c),
-            None => pod_sum_metrics(&list.items, resource),
-        };
-        Ok((metrics, ts))
+        let list = self
+            .pod_metrics_list(namespace, &selector.to_string())
+            .await?;
+        resource_metric_result(&list, resource, container)
     }
 
     async fn get_raw_metric(
@@ -396,39 +500,34 @@ impl MetricsClient for RestMetricsClient {
         selector: &Selector,
         metric_selector: &Selector,
     ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
-        let path = format!(
-            "/namespaces/{}/pods/*/{}",
-            escape_path(namespace),
-            escape_path(metric_name)
-        );
         let list = self
-            .custom_metric_list(
-                &path,
-                &[
-                    ("labelSelector", selector.to_string()),
-                    ("metricLabelSelector", metric_selector.to_string()),
-                ],
-                "pods",
-                "*",
+            .pods_custom_metric_list(
+                metric_name,
+                namespace,
+                &selector.to_string(),
+                metric_selector,
+                true,
             )
+            .await?;
+        raw_metric_result(&list)
+    }
+
+    async fn list_namespace_pod_metrics(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<Vec<PodMetrics>>, MetricsError> {
+        self.pod_metrics_list(namespace, "").await.map(Some)
+    }
+
+    async fn list_namespace_raw_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        metric_selector: &Selector,
+    ) -> Result<Option<Vec<MetricValue>>, MetricsError> {
+        self.pods_custom_metric_list(metric_name, namespace, "", metric_selector, false)
             .await
-            .map_err(MetricsError::CustomFetch)?;
-        let Some(first) = list.items.first() else {
-            return Err(MetricsError::NoCustomMetrics);
-        };
-        let ts = timestamp(first.timestamp.as_ref());
-        let mut res = PodMetricsInfo::with_capacity(list.items.len());
-        for m in &list.items {
-            res.insert(
-                m.described_object.name.clone(),
-                PodMetric {
-                    timestamp: timestamp(m.timestamp.as_ref()),
-                    window: custom_window(m),
-                    value: milli(&m.value),
-                },
-            );
-        }
-        Ok((res, ts))
+            .map(Some)
     }
 
     async fn get_object_metric(

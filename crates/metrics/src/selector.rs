@@ -174,7 +174,13 @@ impl Requirement {
 
     /// Go `Requirement.Matches`.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let got = labels.get(&self.key);
+        self.matches_lookup(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`Requirement::matches`] over any label set, given as a lookup by key (Go's
+    /// `labels.Labels` interface).
+    pub fn matches_lookup<'l>(&self, lookup: impl Fn(&str) -> Option<&'l str>) -> bool {
+        let got = lookup(&self.key);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 got.is_some_and(|v| self.has_value(v))
@@ -183,7 +189,7 @@ impl Requirement {
             Operator::Exists => got.is_some(),
             Operator::DoesNotExist => got.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let Some(have) = got.and_then(|v| go_parse_int64(v)) else {
+                let Some(have) = got.and_then(go_parse_int64) else {
                     return false;
                 };
                 let [want] = self.values.as_slice() else {
@@ -332,9 +338,14 @@ impl Selector {
 
     /// Go `Selector.Matches`: every requirement matches (never, for `nothing`).
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_lookup(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`Selector::matches`] over any label set, given as a lookup by key.
+    pub fn matches_lookup<'l>(&self, lookup: impl Fn(&str) -> Option<&'l str> + Copy) -> bool {
         match &self.requirements {
             None => false,
-            Some(reqs) => reqs.iter().all(|r| r.matches(labels)),
+            Some(reqs) => reqs.iter().all(|r| r.matches_lookup(lookup)),
         }
     }
 }

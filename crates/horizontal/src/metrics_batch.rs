@@ -1,0 +1,391 @@
+//! Batched pod metrics (`--metrics-batch-window`): Resource and ContainerResource metrics
+//! listed once per namespace per window, Pods metrics once per namespace, metric name and
+//! metric selector per window, and shared by every HPA reconciled in that window.
+//!
+//! No upstream counterpart: upstream's `restMetricsClient` asks the metrics APIs once per HPA
+//! and metric, with the HPA's label selector. Here the list has no label selector, and each
+//! HPA keeps what its selector would have returned: the items whose pod (from the pod cache;
+//! for PodMetrics, the item's own labels when the pod is not cached, as metrics-server
+//! copies them) matches, in the list's order. What an HPA then computes from them is what
+//! [`hpa_metrics::rest::resource_metric_result`] and [`hpa_metrics::rest::raw_metric_result`]
+//! compute for the per-HPA answer. Object and External metrics, and clients that cannot list
+//! a namespace, go to the inner client per HPA. A failed list is not kept: the next HPA asks
+//! again. Metrics are up to one window old (on the controller's clock).
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hpa_config::Clock;
+use hpa_metrics::rest::{raw_metric_result, resource_metric_result};
+use hpa_metrics::wire::{ContainerMetrics, MetricValue, PodMetrics};
+use hpa_metrics::{MetricsClient, MetricsError, PodMetricsInfo, Selector};
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+use crate::caches::CachePodLister;
+
+/// One kept list: when it was fetched, and its contents.
+type Kept<V> = Option<(jiff::Timestamp, Arc<V>)>;
+
+/// The list of one key: the kept one (read without waiting), and the lock its fetches take
+/// (one fetch at a time; the HPAs that need a new list wait for that one).
+struct Slot<V> {
+    kept: Mutex<Kept<V>>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl<V> Default for Slot<V> {
+    fn default() -> Self {
+        Slot {
+            kept: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<V> Slot<V> {
+    fn kept(&self) -> Kept<V> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn keep(&self, at: jiff::Timestamp, value: Arc<V>) {
+        *self.kept.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, value));
+    }
+}
+
+/// The age of a list fetched at `at`, if not in the future.
+fn age(now: jiff::Timestamp, at: jiff::Timestamp) -> Option<Duration> {
+    let age = now.duration_since(at);
+    (age >= jiff::SignedDuration::ZERO).then(|| age.unsigned_abs())
+}
+
+/// Lists kept for one window, by key. A list younger than three quarters of the window is
+/// shared as it is. The first HPA to read an older one fetches a new one (refresh-ahead),
+/// holding the key's fetch lock, while the others keep reading the kept one until it is a
+/// window old; from then on they wait for the fetch in flight (or start one). So no list is
+/// used once it is a window old, and in a steady state HPAs rarely wait for a fetch.
+struct Batches<K, V> {
+    slots: Mutex<HashMap<K, Arc<Slot<V>>>>,
+}
+
+impl<K: Eq + Hash + Clone, V> Batches<K, V> {
+    fn new() -> Self {
+        Batches {
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The list of `key` for an HPA reconciled now: the kept one, or a new one from `fetch`
+    /// (kept when it succeeds); `None` when `fetch` cannot list.
+    async fn get<F, Fut>(
+        &self,
+        key: &K,
+        now: impl Fn() -> jiff::Timestamp,
+        window: Duration,
+        fetch: F,
+    ) -> Result<Option<Arc<V>>, MetricsError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<V>, MetricsError>>,
+    {
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let refresh_ahead = window - window / 4;
+        let kept = slot.kept();
+        let fresh = |kept: &Kept<V>, limit: Duration| {
+            kept.as_ref()
+                .filter(|(at, _)| age(now(), *at).is_some_and(|a| a < limit))
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(v) = fresh(&kept, refresh_ahead) {
+            return Ok(Some(v));
+        }
+        // Older than three quarters of a window: refresh ahead if no fetch is in flight,
+        // else share the kept list while it is younger than a window.
+        let _fetching = match slot.fetching.try_lock() {
+            Ok(guard) => guard,
+            Err(_) => {
+                if let Some(v) = fresh(&kept, window) {
+                    return Ok(Some(v));
+                }
+                let guard = slot.fetching.lock().await;
+                // The fetch this HPA waited for may have brought a list.
+                if let Some(v) = fresh(&slot.kept(), refresh_ahead) {
+                    return Ok(Some(v));
+                }
+                guard
+            }
+        };
+        let at = now();
+        match fetch().await? {
+            Some(value) => {
+                let value = Arc::new(value);
+                slot.keep(at, value.clone());
+                Ok(Some(value))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// What a kept PodMetrics holds: what the per-HPA answer's computation reads (name,
+/// labels for pods the cache does not hold, timestamp, window, per-container usage), a
+/// fraction of a `PodMetrics` value; a window keeps one list per namespace.
+#[derive(Debug)]
+struct KeptPodMetrics {
+    name: Box<str>,
+    labels: Box<[(Box<str>, Box<str>)]>,
+    timestamp: Option<Time>,
+    window: Option<Box<str>>,
+    containers: Box<[(Box<str>, Usage)]>,
+}
+
+/// One container's usage by resource.
+type Usage = Box<[(Box<str>, Quantity)]>;
+
+impl KeptPodMetrics {
+    fn of(m: PodMetrics) -> Self {
+        KeptPodMetrics {
+            name: m.metadata.name.unwrap_or_default().into(),
+            labels: m
+                .metadata
+                .labels
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            timestamp: m.timestamp,
+            window: m.window.map(Into::into),
+            containers: m
+                .containers
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.name.into(),
+                        c.usage.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k.as_ref() == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The PodMetrics the API served, as far as the computation reads it.
+    fn to_pod_metrics(&self) -> PodMetrics {
+        PodMetrics {
+            metadata: ObjectMeta {
+                name: Some(self.name.to_string()),
+                ..Default::default()
+            },
+            timestamp: self.timestamp.clone(),
+            window: self.window.as_deref().map(str::to_owned),
+            containers: self
+                .containers
+                .iter()
+                .map(|(name, usage)| ContainerMetrics {
+                    name: name.to_string(),
+                    usage: usage
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.clone()))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One namespace's PodMetrics as a window keeps them: by pod name, and the names of those
+/// whose pod the cache did not hold when they were listed (selected by their own labels, as
+/// metrics-server copies them from its pods).
+#[derive(Debug)]
+struct NamespacePodMetrics {
+    by_name: HashMap<Box<str>, KeptPodMetrics>,
+    orphans: Vec<Box<str>>,
+}
+
+/// A [`MetricsClient`] that batches pod metrics per namespace and window over `inner`.
+pub struct BatchedMetricsClient {
+    inner: Arc<dyn MetricsClient>,
+    pods: CachePodLister,
+    clock: Arc<dyn Clock>,
+    window: Duration,
+    resource: Batches<String, NamespacePodMetrics>,
+    custom: Batches<(String, String, String), Vec<MetricValue>>,
+}
+
+impl std::fmt::Debug for BatchedMetricsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchedMetricsClient")
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BatchedMetricsClient {
+    /// Batches over `inner` for `window`, selecting pods through `pods`, on `clock`.
+    pub fn new(
+        inner: Arc<dyn MetricsClient>,
+        pods: CachePodLister,
+        clock: Arc<dyn Clock>,
+        window: Duration,
+    ) -> Self {
+        BatchedMetricsClient {
+            inner,
+            pods,
+            clock,
+            window,
+            resource: Batches::new(),
+            custom: Batches::new(),
+        }
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+}
+
+#[async_trait::async_trait]
+impl MetricsClient for BatchedMetricsClient {
+    async fn get_resource_metric<'a>(
+        &self,
+        resource: &str,
+        namespace: &str,
+        selector: &Selector,
+        container: Option<&'a str>,
+    ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+        let list = self
+            .resource
+            .get(
+                &namespace.to_owned(),
+                || self.now(),
+                self.window,
+                || async {
+                    Ok(self
+                        .inner
+                        .list_namespace_pod_metrics(namespace)
+                        .await?
+                        .map(|items| {
+                            let mut orphans = Vec::new();
+                            let by_name = items
+                                .into_iter()
+                                .map(|m| {
+                                    let kept = KeptPodMetrics::of(m);
+                                    if !self.pods.contains(namespace, &kept.name) {
+                                        orphans.push(kept.name.clone());
+                                    }
+                                    (kept.name.clone(), kept)
+                                })
+                                .collect();
+                            NamespacePodMetrics { by_name, orphans }
+                        }))
+                },
+            )
+            .await?;
+        let Some(list) = list else {
+            return self
+                .inner
+                .get_resource_metric(resource, namespace, selector, container)
+                .await;
+        };
+        // The selected pods' metrics, and the orphans the selector matches, in name order
+        // (the order of the API's list).
+        let mut selected: Vec<&KeptPodMetrics> = self
+            .pods
+            .matching_names(namespace, selector)
+            .iter()
+            .filter_map(|name| list.by_name.get(name.as_str()))
+            .chain(
+                list.orphans
+                    .iter()
+                    .filter_map(|name| list.by_name.get(name))
+                    .filter(|m| selector.matches_lookup(|k| m.label(k))),
+            )
+            .collect();
+        selected.sort_by(|a, b| a.name.cmp(&b.name));
+        selected.dedup_by(|a, b| a.name == b.name);
+        let selected: Vec<PodMetrics> = selected
+            .into_iter()
+            .map(KeptPodMetrics::to_pod_metrics)
+            .collect();
+        resource_metric_result(&selected, resource, container)
+    }
+
+    async fn get_raw_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        selector: &Selector,
+        metric_selector: &Selector,
+    ) -> Result<(PodMetricsInfo, jiff::Timestamp), MetricsError> {
+        let key = (
+            namespace.to_owned(),
+            metric_name.to_owned(),
+            metric_selector.to_string(),
+        );
+        let list = self
+            .custom
+            .get(
+                &key,
+                || self.now(),
+                self.window,
+                || {
+                    self.inner
+                        .list_namespace_raw_metric(metric_name, namespace, metric_selector)
+                },
+            )
+            .await?;
+        let Some(list) = list else {
+            return self
+                .inner
+                .get_raw_metric(metric_name, namespace, selector, metric_selector)
+                .await;
+        };
+        let selected: HashSet<String> = self
+            .pods
+            .matching_names(namespace, selector)
+            .into_iter()
+            .collect();
+        let items: Vec<&MetricValue> = list
+            .iter()
+            .filter(|m| selected.contains(&m.described_object.name))
+            .collect();
+        raw_metric_result(items.iter().copied())
+    }
+
+    async fn get_object_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        object: &CrossVersionObjectReference,
+        metric_selector: &Selector,
+    ) -> Result<(i64, jiff::Timestamp), MetricsError> {
+        self.inner
+            .get_object_metric(metric_name, namespace, object, metric_selector)
+            .await
+    }
+
+    async fn get_external_metric(
+        &self,
+        metric_name: &str,
+        namespace: &str,
+        selector: &Selector,
+    ) -> Result<(Vec<i64>, jiff::Timestamp), MetricsError> {
+        self.inner
+            .get_external_metric(metric_name, namespace, selector)
+            .await
+    }
+}
