@@ -69,9 +69,20 @@ fn versions(store: &Store, group: &str, resource: &str) -> BTreeMap<String, Stri
 async fn caught_up(controller: &HorizontalController, store: &Store) {
     let deadline = tokio::time::Instant::now() + CACHE_WAIT;
     loop {
+        // As the replay runner: the scale target caches that have listed must hold the
+        // store's targets too (a cache still listing is not read).
+        let targets_caught_up = controller
+            .scale_targets()
+            .map(|c| c.versions())
+            .unwrap_or_default()
+            .into_iter()
+            .all(|((group, resource), have)| {
+                have.into_iter().collect::<BTreeMap<_, _>>() == versions(store, &group, &resource)
+            });
         if controller.caches().hpa_versions()
             == versions(store, "autoscaling", "horizontalpodautoscalers")
             && controller.caches().pod_versions() == versions(store, "", "pods")
+            && targets_caught_up
         {
             return;
         }
