@@ -389,3 +389,104 @@ impl MetricsClient for BatchedMetricsClient {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+    struct Clock(AtomicI64);
+
+    impl Clock {
+        fn now(&self) -> jiff::Timestamp {
+            jiff::Timestamp::from_second(self.0.load(Ordering::SeqCst)).unwrap()
+        }
+        fn set(&self, s: i64) {
+            self.0.store(s, Ordering::SeqCst);
+        }
+    }
+
+    async fn get(
+        b: &Batches<&'static str, usize>,
+        clock: &Clock,
+        fetches: &AtomicUsize,
+        gate: Option<&tokio::sync::Notify>,
+    ) -> usize {
+        let v = b
+            .get(
+                &"ns",
+                || clock.now(),
+                Duration::from_secs(20),
+                || async {
+                    if let Some(g) = gate {
+                        g.notified().await;
+                    }
+                    Ok(Some(fetches.fetch_add(1, Ordering::SeqCst) + 1))
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        *v
+    }
+
+    #[tokio::test]
+    async fn shared_until_three_quarters_of_the_window_then_refreshed_ahead() {
+        let (b, clock, fetches) = (
+            Batches::new(),
+            Clock(AtomicI64::new(0)),
+            AtomicUsize::new(0),
+        );
+        assert_eq!(get(&b, &clock, &fetches, None).await, 1);
+        clock.set(14);
+        assert_eq!(get(&b, &clock, &fetches, None).await, 1);
+        clock.set(15);
+        assert_eq!(
+            get(&b, &clock, &fetches, None).await,
+            2,
+            "refreshed at 3/4 window"
+        );
+        clock.set(29);
+        assert_eq!(get(&b, &clock, &fetches, None).await, 2);
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn others_keep_the_list_while_one_refreshes_but_never_past_a_window() {
+        let b = Arc::new(Batches::new());
+        let clock = Arc::new(Clock(AtomicI64::new(0)));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(tokio::sync::Notify::new());
+        assert_eq!(get(&b, &clock, &fetches, None).await, 1);
+        clock.set(16);
+        let refresher = {
+            let (b, clock, fetches, gate) =
+                (b.clone(), clock.clone(), fetches.clone(), gate.clone());
+            tokio::spawn(async move { get(&b, &clock, &fetches, Some(&gate)).await })
+        };
+        // Let the refresher take the fetch lock and wait at the gate.
+        while b
+            .slots
+            .lock()
+            .unwrap()
+            .get("ns")
+            .is_none_or(|s| s.fetching.try_lock().is_ok())
+        {
+            tokio::task::yield_now().await;
+        }
+        // Younger than a window: the kept list, without waiting.
+        assert_eq!(get(&b, &clock, &fetches, None).await, 1);
+        // A window old: wait for the fetch in flight and use its list.
+        clock.set(20);
+        let waiter = {
+            let (b, clock, fetches) = (b.clone(), clock.clone(), fetches.clone());
+            tokio::spawn(async move { get(&b, &clock, &fetches, None).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        gate.notify_one();
+        assert_eq!(refresher.await.unwrap(), 2);
+        assert_eq!(waiter.await.unwrap(), 2);
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+    }
+}
