@@ -719,9 +719,33 @@ impl DecisionTrace {
 }
 
 /// The last [`TRACES_PER_HPA`] traces of every HPA, newest last.
+///
+/// Each trace is kept as its JSON encoding, deflated, in one allocation rather than as the
+/// tree of small strings and vectors a [`DecisionTrace`] is: at 10,000 HPAs the ten traces
+/// per HPA otherwise cost about 300 MiB. Traces are decoded only when read (the debug
+/// endpoints, `hpactl explain`).
 #[derive(Debug, Default)]
 pub struct TraceStore {
-    traces: DashMap<String, VecDeque<DecisionTrace>>,
+    traces: DashMap<String, VecDeque<Box<[u8]>>>,
+}
+
+/// The largest decoded trace accepted (a guard against a corrupt entry, far above any trace).
+const MAX_TRACE_BYTES: usize = 16 << 20;
+
+fn encode(trace: &DecisionTrace) -> Option<Box<[u8]>> {
+    match serde_json::to_vec(trace) {
+        // Level 1: fast, and JSON's repeated keys still shrink about fourfold.
+        Ok(json) => Some(miniz_oxide::deflate::compress_to_vec(&json, 1).into_boxed_slice()),
+        Err(error) => {
+            tracing::warn!(HPA = %trace.hpa, %error, "decision trace not kept");
+            None
+        }
+    }
+}
+
+fn decode(bytes: &[u8]) -> Option<DecisionTrace> {
+    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(bytes, MAX_TRACE_BYTES).ok()?;
+    serde_json::from_slice(&json).ok()
 }
 
 impl TraceStore {
@@ -732,8 +756,11 @@ impl TraceStore {
 
     /// Keep `trace` for its HPA, dropping the oldest beyond [`TRACES_PER_HPA`].
     pub fn record(&self, trace: DecisionTrace) {
-        let mut entry = self.traces.entry(trace.hpa.clone()).or_default();
-        entry.push_back(trace);
+        let Some(bytes) = encode(&trace) else {
+            return;
+        };
+        let mut entry = self.traces.entry(trace.hpa).or_default();
+        entry.push_back(bytes);
         while entry.len() > TRACES_PER_HPA {
             entry.pop_front();
         }
@@ -743,13 +770,15 @@ impl TraceStore {
     pub fn get(&self, key: &str) -> Vec<DecisionTrace> {
         self.traces
             .get(key)
-            .map(|t| t.iter().cloned().collect())
+            .map(|t| t.iter().filter_map(|b| decode(b)).collect())
             .unwrap_or_default()
     }
 
     /// The latest trace of `key`.
     pub fn latest_of(&self, key: &str) -> Option<DecisionTrace> {
-        self.traces.get(key).and_then(|t| t.back().cloned())
+        self.traces
+            .get(key)
+            .and_then(|t| t.back().and_then(|b| decode(b)))
     }
 
     /// The keys with traces, sorted.
@@ -764,7 +793,7 @@ impl TraceStore {
         let mut out: Vec<DecisionTrace> = self
             .traces
             .iter()
-            .filter_map(|e| e.value().back().cloned())
+            .filter_map(|e| e.value().back().and_then(|b| decode(b)))
             .collect();
         out.sort_by(|a, b| a.hpa.cmp(&b.hpa));
         out

@@ -496,6 +496,7 @@ fn store_keeps_ten_per_hpa_and_forgets_deleted_ones() {
     let store = TraceStore::new();
     let h = hpa(1, 10, vec![cpu_spec(50)], None);
     let state = HpaState::new();
+    let mut last = None;
     for i in 0..13 {
         let mut t = trace_of(
             &state,
@@ -505,8 +506,11 @@ fn store_keeps_ten_per_hpa_and_forgets_deleted_ones() {
             Some(vec![cpu_result(2, 50, 1.0, PodGroups::default())]),
         );
         t.hpa = "default/web".into();
+        last = Some(t.clone());
         store.record(t);
     }
+    // Kept encoded, read back whole.
+    assert_eq!(store.latest_of("default/web"), last);
     let kept = store.get("default/web");
     assert_eq!(kept.len(), TRACES_PER_HPA);
     assert_eq!(kept[0].time, now() + SignedDuration::from_secs(3));
