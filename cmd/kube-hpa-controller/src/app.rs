@@ -75,10 +75,10 @@ pub enum AppError {
 pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long the cancelled workers may take to stop at shutdown.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+pub const DRAIN_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// How long the `LeaderElection` events may take to be written before the process exits.
-pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_millis(300);
+pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// How long KCM waits for the API server's `/healthz` at start
 /// (`genericcontrollermanager.WaitForAPIServer(client, 10*time.Second)`).
