@@ -298,15 +298,9 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match new_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let (mut passed, mut failed) = (0usize, 0usize);
     for (_, s) in loaded {
@@ -355,15 +349,9 @@ fn serve(file: &Path, addr: SocketAddr, kubeconfig_out: &Path) -> ExitCode {
         }
     };
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match new_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let result = runtime.block_on(hpa_fixtures::serve::serve(
         scenario,
@@ -395,15 +383,9 @@ fn run_demo(file: Option<&Path>, config: DemoConfig) -> ExitCode {
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match new_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     // A closed pipe (`hpactl demo | head`) just drops the rest of the output.
     let mut print = |line: &str| {
@@ -435,6 +417,18 @@ async fn shutdown_on_ctrl_c() {
     if let Err(e) = tokio::signal::ctrl_c().await {
         eprintln!("cannot listen for Ctrl-C: {e}");
     }
+}
+
+/// The multi-threaded runtime every subcommand runs on; a failure to start it is said once,
+/// here.
+fn new_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("starting the runtime: {e}");
+            ExitCode::FAILURE
+        })
 }
 
 fn init_logging() {
@@ -521,15 +515,9 @@ fn bench_cmd(args: BenchArgs) -> ExitCode {
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match new_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("starting the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let printed = if args.server_only {
         runtime

@@ -258,6 +258,18 @@ impl Fixture {
             .unwrap()
     }
 
+    /// The Lease's `acquireTime` (written by the holder that took it last).
+    async fn acquire_time(&self) -> jiff::Timestamp {
+        self.lease()
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .acquire_time
+            .unwrap()
+            .0
+    }
+
     async fn lease_holder(&self) -> Option<String> {
         self.lease()
             .await
@@ -718,17 +730,22 @@ async fn lease_events(fixture: &Fixture) -> Vec<String> {
         .collect()
 }
 
-/// Leads through a proxy that then holds every Lease request: the leader stops at its
-/// renew deadline (exit 1), and no scale or status write of it reaches the server after the
-/// standby acquired the lease, even when the target is then moved and rescaled.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_over() {
-    let dir = Scratch::new("hang");
-    let fixture = Fixture::start(&dir).await;
+/// A leader whose requests go through a proxy (leading, the target scaled to 4) and a
+/// standby talking to the server directly (reporting itself a backup).
+struct Pair {
+    fixture: Fixture,
+    proxy: std::sync::Arc<common::proxy::ProxyState>,
+    a: Controller,
+    a_id: String,
+    b: Controller,
+}
+
+async fn leader_via_proxy_and_standby(dir: &Scratch) -> Pair {
+    let fixture = Fixture::start(dir).await;
     let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
-    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
+    let via = kubeconfig_via(&fixture, proxy_addr, dir, "kubeconfig-proxy");
     let ports = free_ports(2);
-    let mut a = Controller::start_with("leader", &via, ports[0], &dir, &[]);
+    let mut a = Controller::start_with("leader", &via, ports[0], dir, &[]);
     let a_id = eventually("A to take the lease", WAIT, async || {
         a.proc.assert_running();
         fixture.lease_holder().await.filter(|h| !h.is_empty())
@@ -739,12 +756,34 @@ async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_
         (fixture.scale_replicas().await == 4).then_some(())
     })
     .await;
-    let mut b = Controller::start("standby", &fixture, ports[1], &dir);
+    let mut b = Controller::start("standby", &fixture, ports[1], dir);
     eventually("B to report itself a backup", WAIT, async || {
         b.proc.assert_running();
         (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
     })
     .await;
+    Pair {
+        fixture,
+        proxy,
+        a,
+        a_id,
+        b,
+    }
+}
+
+/// Leads through a proxy that then holds every Lease request: the leader stops at its
+/// renew deadline (exit 1), and no scale or status write of it reaches the server after the
+/// standby acquired the lease, even when the target is then moved and rescaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_over() {
+    let dir = Scratch::new("hang");
+    let Pair {
+        fixture,
+        proxy,
+        mut a,
+        a_id,
+        mut b,
+    } = leader_via_proxy_and_standby(&dir).await;
 
     proxy
         .freeze_leases
@@ -759,15 +798,7 @@ async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_
             .filter(|h| !h.is_empty() && *h != a_id)
     })
     .await;
-    let acquired = fixture
-        .lease()
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .acquire_time
-        .unwrap()
-        .0;
+    let acquired = fixture.acquire_time().await;
     set_replicas(&fixture, 2).await;
     eventually("B to rescale to 4", WAIT, async || {
         b.proc.assert_running();
@@ -806,27 +837,13 @@ async fn a_leader_whose_lease_updates_hang_writes_nothing_after_a_standby_takes_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_leader_writes_nothing_after_it_resumes() {
     let dir = Scratch::new("frozen");
-    let fixture = Fixture::start(&dir).await;
-    let (proxy_addr, proxy) = common::proxy::start(fixture.host.clone()).await;
-    let via = kubeconfig_via(&fixture, proxy_addr, &dir, "kubeconfig-proxy");
-    let ports = free_ports(2);
-    let mut a = Controller::start_with("leader", &via, ports[0], &dir, &[]);
-    let a_id = eventually("A to take the lease", WAIT, async || {
-        a.proc.assert_running();
-        fixture.lease_holder().await.filter(|h| !h.is_empty())
-    })
-    .await;
-    eventually("A to scale to 4", WAIT, async || {
-        a.proc.assert_running();
-        (fixture.scale_replicas().await == 4).then_some(())
-    })
-    .await;
-    let mut b = Controller::start("standby", &fixture, ports[1], &dir);
-    eventually("B to report itself a backup", WAIT, async || {
-        b.proc.assert_running();
-        (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
-    })
-    .await;
+    let Pair {
+        fixture,
+        proxy,
+        mut a,
+        a_id,
+        mut b,
+    } = leader_via_proxy_and_standby(&dir).await;
 
     signal(&a.proc, "-STOP");
     set_replicas(&fixture, 2).await;
@@ -838,15 +855,7 @@ async fn a_frozen_leader_writes_nothing_after_it_resumes() {
             .filter(|h| !h.is_empty() && *h != a_id)
     })
     .await;
-    let acquired = fixture
-        .lease()
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .acquire_time
-        .unwrap()
-        .0;
+    let acquired = fixture.acquire_time().await;
     eventually("B to rescale to 4", WAIT, async || {
         b.proc.assert_running();
         (fixture.scale_replicas().await == 4).then_some(())
