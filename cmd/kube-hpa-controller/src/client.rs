@@ -384,7 +384,9 @@ pub async fn build_clients(
     fence: WriteFence,
 ) -> Result<Clients, ClientError> {
     check_content_type(&opts.generic.kube_api_content_type)?;
-    let config = load_config(&opts.misc.kubeconfig, &opts.misc.master).await?;
+    let mut config = load_config(&opts.misc.kubeconfig, &opts.misc.master).await?;
+    // Once for all seven clients.
+    let expired_ca = check_authorities(&mut config);
     let limits = effective_limits(opts.generic.kube_api_qps, opts.generic.kube_api_burst)?;
     let renew_deadline = opts.leader_election.renew_deadline.to_std();
     let make = |purpose: ClientPurpose| {
@@ -397,7 +399,7 @@ pub async fn build_clients(
             }
             _ => {}
         }
-        client_with(config.clone(), settings)
+        client_with_checked(config.clone(), settings, expired_ca.clone())
     };
     Ok(Clients {
         hpa: make(ClientPurpose::Hpa)?,
@@ -436,6 +438,36 @@ pub fn client_with(
     mut config: kube::Config,
     settings: ClientSettings,
 ) -> Result<kube::Client, ClientError> {
+    let expired_ca = check_authorities(&mut config);
+    client_with_checked(config, settings, expired_ca)
+}
+
+/// Checks the configuration's CA certificates as Go's `crypto/x509` would: expired ones are
+/// dropped; when every one has expired, that authority is returned and every request of the
+/// client is refused with Go's words.
+fn check_authorities(config: &mut kube::Config) -> Option<crate::tls::ExpiredCa> {
+    if config.cluster_url.scheme_str() != Some("https") {
+        return None;
+    }
+    let roots = config.root_cert.take()?;
+    let (kept, expired) = crate::tls::split_expired(&roots, jiff::Timestamp::now());
+    if !expired.is_empty() && kept.is_empty() {
+        // Every authority has expired: Go refuses every server; so does this client.
+        config.root_cert = Some(roots);
+        expired.into_iter().next()
+    } else {
+        // Go would not build a chain through an expired authority; the valid ones stay.
+        config.root_cert = Some(kept);
+        None
+    }
+}
+
+/// [`client_with`] for a configuration whose authorities were already checked.
+fn client_with_checked(
+    mut config: kube::Config,
+    settings: ClientSettings,
+    expired_ca: Option<crate::tls::ExpiredCa>,
+) -> Result<kube::Client, ClientError> {
     config.default_retry = false;
     let ua = match settings.name {
         Some(name) => format!("{}/{name}", user_agent()),
@@ -457,19 +489,6 @@ pub fn client_with(
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let https = config.cluster_url.scheme_str() == Some("https");
-    let mut expired_ca = None;
-    if https && let Some(roots) = config.root_cert.take() {
-        let (kept, expired) = crate::tls::split_expired(&roots, jiff::Timestamp::now());
-        if !expired.is_empty() && kept.is_empty() {
-            // Every authority has expired: Go refuses every server; so does this client.
-            expired_ca = expired.into_iter().next();
-            config.root_cert = Some(roots);
-        } else {
-            // Go would not build a chain through an expired authority; the valid ones stay.
-            config.root_cert = Some(kept);
-        }
-    }
     let layer = RestClientLayer::with_settings(settings, host, base, expired_ca);
     let builder = ClientBuilder::try_from(config)?;
     Ok(builder.with_layer(&layer).build())
