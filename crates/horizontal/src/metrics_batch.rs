@@ -144,11 +144,14 @@ struct KeptPodMetrics {
     name: Box<str>,
     /// Kept only for a pod the pod cache did not hold when the list came (an orphan, selected
     /// by these labels); the others are selected through the cache.
-    labels: Option<Box<[(Box<str>, Box<str>)]>>,
+    labels: Option<Labels>,
     timestamp: Option<Time>,
     window: Option<Arc<str>>,
     containers: Box<[(Arc<str>, Usage)]>,
 }
+
+/// A pod's labels, as key-value pairs.
+type Labels = Box<[(Box<str>, Box<str>)]>;
 
 /// One container's usage by resource.
 type Usage = Box<[(Arc<str>, Quantity)]>;
