@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{Options, SystemClock};
-use hpa_horizontal::controller::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_horizontal::controller::{
+    ControllerConfig, ControllerParts, HorizontalController, resolve_version,
+};
 use hpa_horizontal::scale_client::KubeScaleClient;
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
 use hpa_workqueue::WorkqueueMetrics;
@@ -68,6 +70,10 @@ pub enum AppError {
     /// `WaitForAPIServer`).
     #[error("failed to wait for apiserver being healthy: {0}")]
     ApiServer(String),
+    /// The version to behave as could not be chosen (`/version` unreadable), or the feature
+    /// gates are not valid at that version (component-base's words).
+    #[error("{0}")]
+    Version(String),
 }
 
 /// How long the lease release at shutdown may take: the whole shutdown stays within two
@@ -236,7 +242,23 @@ pub async fn run(
         return Ok(Outcome::Stopped);
     }
 
-    let controller = build_controller(&options, &clients, &registry)?;
+    let (version, clamped) = resolve_version(&options, &clients.hpa)
+        .await
+        .map_err(AppError::Version)?;
+    if let Some(warning) = clamped {
+        tracing::warn!("{warning}");
+    }
+    let (config, gate_warnings) = ControllerConfig::at_version(&options, version)
+        .map_err(|e| AppError::Version(format!("--feature-gates: {e}")))?;
+    for warning in gate_warnings {
+        tracing::warn!("{warning}");
+    }
+    tracing::info!(
+        version = %version,
+        source = if options.emulated_version().is_some() { "--emulated-version" } else { "the API server's /version" },
+        "behaving as the HPA controller of kube-controller-manager {version}"
+    );
+    let controller = build_controller(config, &clients, &registry)?;
     debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 
@@ -322,7 +344,7 @@ pub async fn run(
 /// the scale subresource through the scale client, each metrics API through its own, the
 /// informers through theirs.
 fn build_controller(
-    options: &Options,
+    config: ControllerConfig,
     clients: &Clients,
     registry: &Registry,
 ) -> Result<HorizontalController, AppError> {
@@ -342,7 +364,7 @@ fn build_controller(
             metrics_client: Arc::new(metrics_client),
             available_apis: Some(available_apis),
             scale_client: Some(Arc::new(scale_client)),
-            config: ControllerConfig::from_options(options),
+            config,
             clock: Arc::new(SystemClock),
             registry: registry.clone(),
             workqueue_metrics: Some(WorkqueueMetrics::register(registry)?),

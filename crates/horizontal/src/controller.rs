@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration};
+use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration, KubeVersion};
 use hpa_metrics::{AvailableApis, DeferredRestMapper, MetricsClient};
 use hpa_replica_calculator::{CalculatorConfig, ReadinessConfig, ReplicaCalculator};
 use hpa_workqueue::{
@@ -76,11 +76,18 @@ pub struct ControllerConfig {
 }
 
 impl ControllerConfig {
-    /// The configuration of a set of parsed flags.
+    /// The configuration of a set of parsed flags, behaving as `--emulated-version` if given,
+    /// else as 1.35 (the binary and the replay runner use [`ControllerConfig::at_version`]
+    /// with the version [`resolve_version`] finds).
     pub fn from_options(options: &hpa_config::Options) -> Self {
+        let version = options.emulated_version().unwrap_or_default();
+        let gates = options
+            .feature_gates_at(version)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|_| options.feature_gates());
         ControllerConfig {
             hpa: options.hpa_configuration(),
-            gates: options.feature_gates(),
+            gates,
             selector_style: SelectorStyle::default(),
             shadow: options.shadow.shadow,
             scale_target_cache: options.cost.scale_target_cache,
@@ -88,10 +95,50 @@ impl ControllerConfig {
         }
     }
 
+    /// The configuration of a set of parsed flags, behaving as `version`: its feature-gate
+    /// defaults and lock-ins (a locked gate set otherwise is refused in component-base's
+    /// words), with component-base's warnings to log.
+    pub fn at_version(
+        options: &hpa_config::Options,
+        version: KubeVersion,
+    ) -> Result<(Self, Vec<String>), hpa_config::feature_gates::FeatureGateError> {
+        let (gates, warnings) = options.feature_gates_at(version)?;
+        let mut config = ControllerConfig::from_options(options);
+        config.gates = gates;
+        Ok((config, warnings))
+    }
+
+    /// The Kubernetes version this controller behaves as.
+    pub fn version(&self) -> KubeVersion {
+        self.gates.version()
+    }
+
     /// The sync period as a std duration.
     pub fn sync_period(&self) -> Duration {
         Duration::from_nanos(self.hpa.sync_period.as_nanos().max(0) as u64)
     }
+}
+
+/// The version to behave as: `--emulated-version` when given, else the API server's
+/// (`GET /version`) clamped into 1.35..1.37, with the warning to log when it was clamped.
+pub async fn resolve_version(
+    options: &hpa_config::Options,
+    client: &kube::Client,
+) -> Result<(KubeVersion, Option<String>), String> {
+    if let Some(v) = options.emulated_version() {
+        return Ok((v, None));
+    }
+    let info = client.apiserver_version().await.map_err(|e| {
+        format!(
+            "failed to read the API server's version (GET /version), needed to choose which kube-controller-manager version to behave as (or give --emulated-version): {}",
+            hpa_metrics::kube_error_message(&e)
+        )
+    })?;
+    Ok(KubeVersion::for_server(
+        &info.major,
+        &info.minor,
+        &info.git_version,
+    ))
 }
 
 /// What [`HorizontalController::new`] needs.
