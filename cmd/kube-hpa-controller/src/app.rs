@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_config::options::DEFAULT_LEASE_NAME;
-use hpa_config::{Options, SystemClock};
+use hpa_config::{KubeVersion, Options, SystemClock};
 use hpa_horizontal::controller::{
     ControllerConfig, ControllerParts, HorizontalController, resolve_version,
 };
 use hpa_horizontal::scale_client::KubeScaleClient;
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
-use hpa_workqueue::WorkqueueMetrics;
+use hpa_workqueue::{Stability, WorkqueueMetrics};
 use prometheus::Registry;
 use tokio::sync::watch;
 
@@ -258,7 +258,12 @@ pub async fn run(
         source = if options.emulated_version().is_some() { "--emulated-version" } else { "the API server's /version" },
         "behaving as the HPA controller of kube-controller-manager {version}"
     );
-    let controller = build_controller(config, &clients, &registry)?;
+    let stability = if version.at_least(KubeVersion::V1_36) {
+        Stability::Beta
+    } else {
+        Stability::Alpha
+    };
+    let controller = build_controller(config, &clients, &registry, stability)?;
     debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 
@@ -347,6 +352,7 @@ fn build_controller(
     config: ControllerConfig,
     clients: &Clients,
     registry: &Registry,
+    workqueue_stability: Stability,
 ) -> Result<HorizontalController, AppError> {
     let available_apis = AvailableApis::new();
     // KCM's one deferred discovery RESTMapper (reset every 30 s), shared by the scale and
@@ -367,7 +373,10 @@ fn build_controller(
             config,
             clock: Arc::new(SystemClock),
             registry: registry.clone(),
-            workqueue_metrics: Some(WorkqueueMetrics::register(registry)?),
+            workqueue_metrics: Some(WorkqueueMetrics::register_with(
+                registry,
+                workqueue_stability,
+            )?),
             log_emissions: false,
         },
         Some(clients.informers.clone()),

@@ -270,7 +270,7 @@ impl HorizontalController {
         parts: ControllerParts,
         informer_client: Option<kube::Client>,
     ) -> Result<Self, ControllerError> {
-        let monitor = Monitor::register(&parts.registry)?;
+        let monitor = Monitor::register_at(&parts.registry, parts.config.version())?;
         let explain_metrics = ExplainMetrics::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
         let hpa = &parts.config.hpa;
