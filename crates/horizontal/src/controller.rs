@@ -280,6 +280,7 @@ impl HorizontalController {
                 delay_of_initial_readiness_status: go_to_std(hpa.initial_readiness_delay),
             },
             pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
+            object_metric_error_fixed: parts.config.version().at_least(KubeVersion::V1_37),
         };
         // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
         // window and shared; zero asks per HPA, as upstream.
