@@ -76,22 +76,20 @@ impl Branch {
 
 /// `spec.minReplicas`, 1 when unset.
 pub fn min_replicas(hpa: &HorizontalPodAutoscaler) -> i32 {
-    hpa.spec.as_ref().and_then(|s| s.min_replicas).unwrap_or(1)
+    hpa.spec.min_replicas.unwrap_or(1)
 }
 
 /// `spec.maxReplicas`.
 pub fn max_replicas(hpa: &HorizontalPodAutoscaler) -> i32 {
-    hpa.spec.as_ref().map_or(0, |s| s.max_replicas)
+    hpa.spec.max_replicas
 }
 
 /// The `reference` used in error texts and logs: `kind/namespace/name` of the target.
 pub fn scale_target_reference(hpa: &HorizontalPodAutoscaler) -> String {
-    let (kind, name) = hpa.spec.as_ref().map_or(("", ""), |s| {
-        (
-            s.scale_target_ref.kind.as_str(),
-            s.scale_target_ref.name.as_str(),
-        )
-    });
+    let (kind, name) = (
+        hpa.spec.scale_target_ref.kind.as_str(),
+        hpa.spec.scale_target_ref.name.as_str(),
+    );
     let ns = hpa.metadata.namespace.as_deref().unwrap_or("");
     sprintf(
         "%s/%s/%s",
@@ -441,8 +439,8 @@ pub fn decide(
     let max = max_replicas(hpa);
     let behavior = hpa
         .spec
+        .behavior
         .as_ref()
-        .and_then(|s| s.behavior.as_ref())
         .map(|b| EffectiveBehavior::new(b, config.downscale_stabilization_window));
     state.record_initial_recommendation(input.key, current, input.now);
     let branch = Branch::classify(current, min, max);
@@ -934,7 +932,7 @@ mod tests {
                 namespace: Some("default".into()),
                 ..Default::default()
             },
-            spec: Some(HorizontalPodAutoscalerSpec {
+            spec: HorizontalPodAutoscalerSpec {
                 min_replicas: min,
                 max_replicas: max,
                 scale_target_ref: CrossVersionObjectReference {
@@ -944,7 +942,7 @@ mod tests {
                 },
                 behavior,
                 metrics: None,
-            }),
+            },
             status: None,
         }
     }

@@ -169,11 +169,7 @@ impl Inner {
         let reference = scale_target_reference(&hpa);
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
         let name = hpa.metadata.name.clone().unwrap_or_default();
-        let target = hpa
-            .spec
-            .as_ref()
-            .map(|s| s.scale_target_ref.clone())
-            .unwrap_or_default();
+        let target = hpa.spec.scale_target_ref.clone();
 
         // Steps 3-5: the target's scale.
         let (group, _version) =
@@ -426,16 +422,12 @@ impl Inner {
         if previous.target.spec_replicas == current {
             return;
         }
-        let behavior = hpa
-            .spec
-            .as_ref()
-            .and_then(|s| s.behavior.as_ref())
-            .map(|b| {
-                hpa_decision::behavior::EffectiveBehavior::new(
-                    b,
-                    self.decision_config.downscale_stabilization_window,
-                )
-            });
+        let behavior = hpa.spec.behavior.as_ref().map(|b| {
+            hpa_decision::behavior::EffectiveBehavior::new(
+                b,
+                self.decision_config.downscale_stabilization_window,
+            )
+        });
         self.state.store_scale_event(
             key,
             behavior.as_ref(),
@@ -584,11 +576,7 @@ impl Inner {
             .as_ref()
             .and_then(|s| s.current_replicas)
             .unwrap_or(0);
-        let specs: Vec<MetricSpec> = hpa
-            .spec
-            .as_ref()
-            .and_then(|s| s.metrics.clone())
-            .unwrap_or_default();
+        let specs: Vec<MetricSpec> = hpa.spec.metrics.clone().unwrap_or_default();
         let mut results = Vec::with_capacity(specs.len());
         for spec in &specs {
             let start = Instant::now();

@@ -93,7 +93,7 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
             resource_version: Some("1".into()),
             ..Default::default()
         },
-        spec: Some(HorizontalPodAutoscalerSpec {
+        spec: HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".into()),
                 kind: "Deployment".into(),
@@ -102,7 +102,7 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
             min_replicas: Some(1),
             max_replicas: 2,
             ..Default::default()
-        }),
+        },
         status: None,
     }
 }
