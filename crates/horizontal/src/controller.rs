@@ -31,7 +31,7 @@ use crate::scale_client::{KubeScaleClient, ScaleClient};
 use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
-use hpa_decision::decision::{Decision, DecisionConfig};
+use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
 use hpa_decision::gofmt::SelectorStyle;
 use hpa_decision::state::HpaState;
 
@@ -310,6 +310,13 @@ impl HorizontalController {
             downscale_stabilization_window: jiff::SignedDuration::from_nanos(
                 hpa.downscale_stabilization_window.as_nanos(),
             ),
+            zero_replicas: if parts.config.version().at_least(KubeVersion::V1_36) {
+                ZeroReplicas::ScaledToZeroCondition {
+                    gate: parts.config.gates.enabled(Feature::HpaScaleToZero),
+                }
+            } else {
+                ZeroReplicas::MinReplicasZero
+            },
         };
         let scale_client = parts.scale_client.unwrap_or_else(|| {
             Arc::new(KubeScaleClient::with_rest_mapper(

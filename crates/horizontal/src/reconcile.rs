@@ -36,8 +36,8 @@ use crate::selectors::HpaKey;
 use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition};
 use hpa_decision::decision::{
     Branch, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
-    RescaleResult, SelectorFailure, decide, max_replicas, metric_names, min_replicas,
-    scale_target_reference, status_update_failure,
+    RescaleResult, SelectorFailure, decide, metric_names, scale_target_reference,
+    status_update_failure,
 };
 use hpa_decision::events::HpaEvent;
 use hpa_decision::gofmt::{GoArg, sprintf};
@@ -252,7 +252,7 @@ impl Inner {
         if self.config.shadow {
             self.observe_target_change(key, &hpa, current, now);
         }
-        let branch = Branch::classify(current, min_replicas(&hpa), max_replicas(&hpa));
+        let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
         let metrics = if branch.needs_metrics() {
             Some(
                 self.compute_replicas_for_metrics(
