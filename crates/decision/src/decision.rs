@@ -70,8 +70,8 @@ impl Branch {
                 // `shouldComputeMetricsForZeroReplicas`: the condition counts only with the
                 // gate on; from zero with minReplicas 0 needs an Object or External metric.
                 let scaled_to_zero = gate && scaled_to_zero_condition(hpa);
-                (min != 0 && scaled_to_zero)
-                    || (scaled_to_zero && has_object_or_external_metrics(hpa))
+                // (min != 0 && scaledToZero) || (scaledToZero && hasObjectOrExternal)
+                scaled_to_zero && (min != 0 || has_object_or_external_metrics(hpa))
             }
         };
         Branch::classify_zero(current, min, max_replicas(hpa), allow_from_zero)
