@@ -411,6 +411,25 @@ pub fn set_condition_in_list(
     existing.message = Some(message);
 }
 
+/// [`set_condition`] as 1.37 does it with `HPAGeneration` (kubernetes#138653): the condition
+/// also records the HPA's `metadata.generation` it was set from (`Some`); `None` leaves the
+/// field as it was.
+pub fn set_condition_observed(
+    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
+    condition: &HpaCondition,
+    now: Timestamp,
+    observed_generation: Option<i64>,
+) {
+    set_condition(conditions, condition, now);
+    if let Some(generation) = observed_generation
+        && let Some(c) = conditions
+            .iter_mut()
+            .find(|c| c.type_ == condition.type_str())
+    {
+        c.observed_generation = Some(generation);
+    }
+}
+
 /// Upstream `setCondition` for one catalogue entry.
 pub fn set_condition(
     conditions: &mut Vec<HorizontalPodAutoscalerCondition>,

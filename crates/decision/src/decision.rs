@@ -22,7 +22,7 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition,
+    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition_observed,
 };
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
@@ -403,6 +403,9 @@ pub struct DecisionConfig {
     pub downscale_stabilization_window: SignedDuration,
     /// When a target at zero replicas is autoscaled.
     pub zero_replicas: ZeroReplicas,
+    /// `HPAGeneration` (1.37, kubernetes#138228, #138653): `status.observedGeneration` and
+    /// each condition set in a reconcile record the HPA's `metadata.generation`.
+    pub observed_generation: bool,
 }
 
 impl Default for DecisionConfig {
@@ -410,6 +413,7 @@ impl Default for DecisionConfig {
         DecisionConfig {
             downscale_stabilization_window: SignedDuration::from_mins(5),
             zero_replicas: ZeroReplicas::MinReplicasZero,
+            observed_generation: false,
         }
     }
 }
@@ -493,6 +497,9 @@ pub struct Decision {
     /// 1.36+ with `HPAScaleToZero`: the `ScaledToZero` condition to set after a successful
     /// rescale (`true`: `ScaledToZero`, `false`: `NotScaledToZero`).
     pub scaled_to_zero_after_rescale: Option<bool>,
+    /// 1.37 with `HPAGeneration`: the HPA's `metadata.generation` (0 when absent), written as
+    /// `status.observedGeneration` and into every condition set.
+    pub observed_generation: Option<i64>,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
@@ -541,6 +548,9 @@ pub fn decide(
         conditions: vec![HpaCondition::SucceededGetScale],
         events: Vec::new(),
         scaled_to_zero_after_rescale: None,
+        observed_generation: config
+            .observed_generation
+            .then(|| hpa.metadata.generation.unwrap_or(0)),
     };
     match branch {
         Branch::ScalingDisabled => {
@@ -794,7 +804,7 @@ impl Decision {
         {
             let conditions = status.conditions.get_or_insert_with(Vec::new);
             for c in &self.conditions {
-                set_condition(conditions, c, now);
+                set_condition_observed(conditions, c, now, self.observed_generation);
             }
         }
         let mut events = self.events.clone();
@@ -828,14 +838,20 @@ impl Decision {
                     } else {
                         HpaCondition::NotScaledToZero
                     };
-                    set_condition(status.conditions.get_or_insert_with(Vec::new), &c, now);
+                    set_condition_observed(
+                        status.conditions.get_or_insert_with(Vec::new),
+                        &c,
+                        now,
+                        self.observed_generation,
+                    );
                 }
-                set_condition(
+                set_condition_observed(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::SucceededRescale {
                         replicas: self.desired_replicas,
                     },
                     now,
+                    self.observed_generation,
                 );
                 events.push(HpaEvent::SuccessfulRescale {
                     new_size: self.desired_replicas,
@@ -863,10 +879,11 @@ impl Decision {
                     reason: self.rescale_reason.clone(),
                     err: err.clone(),
                 });
-                set_condition(
+                set_condition_observed(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::FailedUpdateScale { err: err.clone() },
                     now,
+                    self.observed_generation,
                 );
                 set_current_replicas_and_metrics_in_status(
                     &mut status,
@@ -908,6 +925,11 @@ impl Decision {
         error: Option<String>,
         action: ActionLabel,
     ) -> Outcome {
+        // Every path here went through setStatus, which 1.37 gives the generation.
+        let mut status = status;
+        if self.observed_generation.is_some() {
+            status.observed_generation = self.observed_generation;
+        }
         Outcome {
             status_changed: !status_semantically_equal(previous, &status),
             desired_replicas: status.desired_replicas,
@@ -1159,6 +1181,7 @@ mod tests {
         let on = DecisionConfig {
             downscale_stabilization_window: SignedDuration::ZERO,
             zero_replicas: ZeroReplicas::ScaledToZeroCondition { gate: true },
+            observed_generation: false,
         };
         let h = with_zero_state(0, "External", None);
         let state = HpaState::new();

@@ -317,6 +317,7 @@ impl HorizontalController {
             } else {
                 ZeroReplicas::MinReplicasZero
             },
+            observed_generation: parts.config.gates.enabled(Feature::HpaGeneration),
         };
         let scale_client = parts.scale_client.unwrap_or_else(|| {
             Arc::new(KubeScaleClient::with_rest_mapper(

@@ -33,7 +33,7 @@ use crate::scale_client::{
     ResourceMapping, ScaleError, parse_group_version, scale_for_resource_mappings,
 };
 use crate::selectors::HpaKey;
-use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition};
+use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition_observed};
 use hpa_decision::decision::{
     Branch, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
     RescaleResult, SelectorFailure, decide, metric_names, scale_target_reference,
@@ -165,6 +165,15 @@ impl Inner {
     ) -> (ActionLabel, Result<(), ReconcileError>) {
         let now = self.clock.now();
         let mut hpa = HorizontalPodAutoscaler::clone(shared);
+        if !self.decision_config.observed_generation
+            && let Some(conditions) = hpa.status.as_mut().and_then(|s| s.conditions.as_mut())
+        {
+            // Before 1.37 (HPAGeneration) a condition has no observedGeneration in KCM's
+            // types: one written by a newer controller is not seen, and not written back.
+            for c in conditions {
+                c.observed_generation = None;
+            }
+        }
         let original = hpa.status.clone().unwrap_or_default();
         let reference = scale_target_reference(&hpa);
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
@@ -377,12 +386,15 @@ impl Inner {
         };
         self.record_event(hpa, &event);
         let mut status = original.clone();
-        set_condition(
+        set_condition_observed(
             status.conditions.get_or_insert_with(Vec::new),
             &HpaCondition::FailedGetScale {
                 err: err.to_owned(),
             },
             now,
+            self.decision_config
+                .observed_generation
+                .then(|| hpa.metadata.generation.unwrap_or(0)),
         );
         let changed = !status_semantically_equal(original, &status);
         self.traces
