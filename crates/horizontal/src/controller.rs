@@ -224,12 +224,18 @@ impl std::fmt::Debug for HorizontalController {
 
 impl HpaEventHandler for Inner {
     fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
-        self.enqueue(hpa);
+        // 1.37 (kubernetes#138294): a new HPA is reconciled at once (`queue.Add`); before,
+        // one sync period later.
+        self.enqueue(hpa, self.config.version().at_least(KubeVersion::V1_37));
     }
 
-    fn on_update(&self, hpa: &HorizontalPodAutoscaler) {
-        // `updateHPA` enqueues unconditionally.
-        self.enqueue(hpa);
+    fn on_update(&self, old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler) {
+        // `updateHPA`: rate-limited, except in 1.37 with HPAGeneration when the spec changed
+        // (the generation moved), which is reconciled at once (kubernetes#138294).
+        let spec_changed = self.config.version().at_least(KubeVersion::V1_37)
+            && self.config.gates.enabled(Feature::HpaGeneration)
+            && old_generation != hpa.metadata.generation;
+        self.enqueue(hpa, spec_changed);
     }
 
     fn on_delete(&self, key: &str) {
@@ -243,10 +249,15 @@ impl HpaEventHandler for Inner {
 }
 
 impl Inner {
-    /// `enqueueHPA`: re-add in one sync period; register with the `Nothing` selector.
-    fn enqueue(&self, hpa: &HorizontalPodAutoscaler) {
+    /// `enqueueHPA`: re-add in one sync period (`now`: at once, `queue.Add`); register with
+    /// the `Nothing` selector.
+    fn enqueue(&self, hpa: &HorizontalPodAutoscaler, now: bool) {
         let key = object_key(hpa);
-        self.queue.add_rate_limited(key);
+        if now {
+            self.queue.add(key);
+        } else {
+            self.queue.add_rate_limited(key);
+        }
         let hpa_key = HpaKey::new(
             hpa.metadata.namespace.clone().unwrap_or_default(),
             hpa.metadata.name.clone().unwrap_or_default(),

@@ -281,3 +281,69 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
     assert_eq!(controller.inner.monitor.num_hpas(), 1.0);
     informer.abort();
 }
+
+/// Where `AddFunc` and `UpdateFunc` put an HPA (kubernetes#138294): `(ready, waiting)` after
+/// a new HPA, a spec change (generation 1 -> 2) and a status-only change or resync (1 -> 1),
+/// each a different HPA so that the queue's de-duplication does not hide one.
+fn enqueue_placements(flags: &[(&str, &str)]) -> Vec<(usize, usize)> {
+    let options = hpa_config::Options::from_flag_map(
+        &flags
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    )
+    .unwrap()
+    .options;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let inner = &controller.inner;
+    let with_generation = |i: usize, g: i64| {
+        let mut h = hpa(i);
+        h.metadata.generation = Some(g);
+        h
+    };
+    let mut out = Vec::new();
+    let mut seen = (0, 0);
+    let mut step = |f: &dyn Fn()| {
+        f();
+        let now = (inner.queue.queue().len(), inner.queue.waiting_len());
+        out.push((now.0 - seen.0, now.1 - seen.1));
+        seen = now;
+    };
+    step(&|| inner.on_add(&with_generation(0, 1)));
+    step(&|| inner.on_update(Some(1), &with_generation(1, 2)));
+    step(&|| inner.on_update(Some(1), &with_generation(2, 1)));
+    out
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
+    // 1.35 and 1.36: every add and update waits one sync period (AddRateLimited).
+    let later = vec![(0, 1), (0, 1), (0, 1)];
+    assert_eq!(enqueue_placements(&[]), later);
+    assert_eq!(enqueue_placements(&[("emulated-version", "1.36")]), later);
+    // 1.37: a new HPA and a spec change (generation moved) at once; a status-only change or a
+    // resync waits.
+    assert_eq!(
+        enqueue_placements(&[("emulated-version", "1.37")]),
+        vec![(1, 0), (1, 0), (0, 1)]
+    );
+    // 1.37 without HPAGeneration: updates fall back to rate-limited; a new HPA still at once.
+    assert_eq!(
+        enqueue_placements(&[
+            ("emulated-version", "1.37"),
+            ("feature-gates", "HPAGeneration=false")
+        ]),
+        vec![(1, 0), (0, 1), (0, 1)]
+    );
+}
