@@ -203,6 +203,10 @@ pub(crate) struct Inner {
     pub(crate) queue: RateLimitingQueue<String>,
     available_apis: Option<AvailableApis>,
     pub(crate) last_decisions: DashMap<String, Decision>,
+    /// `StaleControllerConsistencyHPA` (1.37): per HPA key, the uid and resourceVersion of
+    /// this controller's last status write, which the informer must have seen before the HPA
+    /// is reconciled again.
+    pub(crate) written: DashMap<String, (String, u64)>,
     pub(crate) traces: Arc<TraceStore>,
     pub(crate) shadow: Arc<ShadowStore>,
     pub(crate) explain_metrics: ExplainMetrics,
@@ -370,6 +374,7 @@ impl HorizontalController {
             queue,
             available_apis: parts.available_apis,
             last_decisions: DashMap::new(),
+            written: DashMap::new(),
             traces: Arc::new(TraceStore::new()),
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,

@@ -135,9 +135,52 @@ impl Inner {
             self.shadow.forget(key);
             self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
+            self.written.remove(key);
             return (true, Ok(()));
         };
+        if let Err(e) = self.ensure_observed_own_write(key, &hpa) {
+            return (false, Err(e));
+        }
         (false, self.reconcile_autoscaler(&hpa, key).await)
+    }
+
+    /// `StaleControllerConsistencyHPA` (1.37, kubernetes#139025): the reconcile is deferred
+    /// (an error, so the key keeps its rate-limited re-add) while the cached HPA is older than
+    /// this controller's last status write to it. A resourceVersion that is not a number
+    /// never defers (the comparison is not possible).
+    fn ensure_observed_own_write(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+    ) -> Result<(), ReconcileError> {
+        if !self
+            .config
+            .gates
+            .enabled(hpa_config::Feature::StaleControllerConsistencyHpa)
+        {
+            return Ok(());
+        }
+        let Some(written) = self.written.get(key).map(|w| w.value().clone()) else {
+            return Ok(());
+        };
+        let uid = hpa.metadata.uid.clone().unwrap_or_default();
+        if uid != written.0 {
+            // Another object of the same name: our write was to its predecessor.
+            self.written.remove(key);
+            return Ok(());
+        }
+        let seen = hpa
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        match seen {
+            Some(seen) if seen < written.1 => Err(ReconcileError::internal(format!(
+                "HPA {key} is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion {}, cached {seen})",
+                written.1
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// `reconcileAutoscaler` with its monitor wrapper.
@@ -545,7 +588,22 @@ impl Inner {
         let name = hpa.metadata.name.clone().unwrap_or_default();
         let api: Api<HorizontalPodAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
         match api.replace_status(&name, &PostParams::default(), hpa).await {
-            Ok(_) => {
+            Ok(updated) => {
+                if self
+                    .config
+                    .gates
+                    .enabled(hpa_config::Feature::StaleControllerConsistencyHpa)
+                    && let Some(rv) = updated
+                        .metadata
+                        .resource_version
+                        .as_deref()
+                        .and_then(|rv| rv.parse::<u64>().ok())
+                {
+                    self.written.insert(
+                        format!("{namespace}/{name}"),
+                        (updated.metadata.uid.clone().unwrap_or_default(), rv),
+                    );
+                }
                 tracing::debug!(HPA = %format!("{namespace}/{name}"), "Successfully updated status");
                 Ok(())
             }

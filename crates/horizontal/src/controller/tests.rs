@@ -347,3 +347,83 @@ async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
         vec![(1, 0), (0, 1), (0, 1)]
     );
 }
+
+/// `StaleControllerConsistencyHPA` (1.37): a reconcile is deferred while the cached HPA is
+/// older than this controller's last status write; before 1.37 it never is.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
+    for (version, defers) in [("1.36", false), ("1.37", true)] {
+        let options = hpa_config::Options::from_flag_map(
+            &[("emulated-version".to_owned(), version.to_owned())]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap()
+        .options;
+        let controller = HorizontalController::new(ControllerParts {
+            client: unavailable_client(),
+            metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+            available_apis: None,
+            scale_client: Some(Arc::new(ThreeReplicas)),
+            config: ControllerConfig::from_options(&options),
+            clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+            registry: prometheus::Registry::new(),
+            workqueue_metrics: None,
+            log_emissions: false,
+        })
+        .unwrap();
+        let inner = controller.inner.clone();
+        let writers = inner.writers.lock().unwrap().take().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let handler: Arc<dyn HpaEventHandler> = inner.clone();
+        let informer = tokio::spawn(run_hpa_informer(
+            events,
+            writers.hpas,
+            handler,
+            Duration::ZERO,
+        ));
+        let at = |rv: &str| {
+            let mut h = hpa(0);
+            h.metadata.resource_version = Some(rv.into());
+            h
+        };
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(at("5")),
+            watcher::Event::InitDone,
+        ] {
+            tx.send(Ok(e)).unwrap();
+        }
+        settle(|| inner.caches.hpa("ns-0", "hpa-0").is_some()).await;
+        // This controller's last status write to the HPA came back as resourceVersion 7.
+        inner
+            .written
+            .insert("ns-0/hpa-0".into(), ("uid-0".into(), 7));
+        let (_, first) = inner.reconcile_key("ns-0/hpa-0").await;
+        let stale = |r: &Result<(), ReconcileError>| {
+            r.as_ref()
+                .err()
+                .is_some_and(|e| e.message.contains("is not ready for reconciliation"))
+        };
+        assert_eq!(stale(&first), defers, "{version}: {first:?}");
+        if defers {
+            assert_eq!(
+                first.unwrap_err().message,
+                "HPA ns-0/hpa-0 is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion 7, cached 5)"
+            );
+        }
+        // Once the informer has the write, the reconcile goes ahead.
+        tx.send(Ok(watcher::Event::Apply(at("7")))).unwrap();
+        settle(|| {
+            inner
+                .caches
+                .hpa("ns-0", "hpa-0")
+                .is_some_and(|h| h.metadata.resource_version.as_deref() == Some("7"))
+        })
+        .await;
+        let (_, second) = inner.reconcile_key("ns-0/hpa-0").await;
+        assert!(!stale(&second), "{version}: {second:?}");
+        informer.abort();
+    }
+}
