@@ -746,7 +746,9 @@ fn decode_all(block: &[u8]) -> Vec<DecisionTrace> {
 /// The newest trace of a block.
 fn decode_latest(block: &[u8]) -> Option<DecisionTrace> {
     let lines = inflate_lines(block);
-    let last = lines.split(|b| *b == b'\n').rfind(|line| !line.is_empty())?;
+    let last = lines
+        .split(|b| *b == b'\n')
+        .rfind(|line| !line.is_empty())?;
     serde_json::from_slice(last).ok()
 }
 
@@ -789,7 +791,10 @@ impl TraceStore {
             }
         };
         let mut entry = self.traces.entry(trace.hpa).or_default();
-        let block = append(Some(&entry).filter(|b| !b.is_empty()).map(|b| &b[..]), &line);
+        let block = append(
+            Some(&entry).filter(|b| !b.is_empty()).map(|b| &b[..]),
+            &line,
+        );
         *entry = block;
     }
 
