@@ -136,6 +136,9 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
     }
 }
 
+/// A pod's labels, as (key, value) pairs.
+type PodLabels = Box<[(Box<str>, Box<str>)]>;
+
 /// What a kept PodMetrics holds: what the per-HPA answer's computation reads (name,
 /// labels for pods the cache does not hold, timestamp, window, per-container usage), a
 /// fraction of a `PodMetrics` value; a window keeps one list per namespace.
@@ -144,7 +147,7 @@ struct KeptPodMetrics {
     name: Box<str>,
     /// Kept only for a pod the pod cache did not hold when the list came (an orphan, selected
     /// by these labels); the others are selected through the cache.
-    labels: Option<Box<[(Box<str>, Box<str>)]>>,
+    labels: Option<PodLabels>,
     timestamp: Option<Time>,
     window: Option<Arc<str>>,
     containers: Box<[(Arc<str>, Usage)]>,
