@@ -242,14 +242,21 @@ pub async fn run(
         return Ok(Outcome::Stopped);
     }
 
-    let (version, clamped) = resolve_version(&options, &clients.hpa)
+    let resolved = resolve_version(&options, &clients.hpa)
         .await
         .map_err(AppError::Version)?;
-    if let Some(warning) = clamped {
+    let version = resolved.version;
+    if let Some(warning) = &resolved.warning {
         tracing::warn!("{warning}");
     }
-    let (config, gate_warnings) = ControllerConfig::at_version(&options, version)
+    let (mut config, gate_warnings) = ControllerConfig::at_version(&options, version)
         .map_err(|e| AppError::Version(format!("--feature-gates: {e}")))?;
+    config.server_before_1_37 = resolved.server_before_1_37;
+    if resolved.server_before_1_37 && version.at_least(KubeVersion::V1_37) {
+        tracing::warn!(
+            "behaving as {version} against an API server older than 1.37: status.observedGeneration and the conditions' observedGeneration are not written"
+        );
+    }
     for warning in gate_warnings {
         tracing::warn!("{warning}");
     }

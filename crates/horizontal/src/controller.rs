@@ -78,6 +78,10 @@ pub struct ControllerConfig {
     /// embedded demo's view). Off in the binary, which explains itself through the decision
     /// traces: one `Decision` per HPA is memory 10,000 HPAs need not pay.
     pub keep_last_decisions: bool,
+    /// The API server is older than 1.37 (its HPAs have no generation, its types no
+    /// condition `observedGeneration`): 1.37's observedGeneration fields are not written even
+    /// when behaving as 1.37 (`--emulated-version` newer than the cluster).
+    pub server_before_1_37: bool,
 }
 
 impl ControllerConfig {
@@ -98,6 +102,7 @@ impl ControllerConfig {
             scale_target_cache: options.cost.scale_target_cache,
             metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
             keep_last_decisions: false,
+            server_before_1_37: false,
         }
     }
 
@@ -125,26 +130,56 @@ impl ControllerConfig {
     }
 }
 
+/// The version to behave as, as [`resolve_version`] chose it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedVersion {
+    /// The version to behave as.
+    pub version: KubeVersion,
+    /// A warning to log: the server's version was clamped into 1.35..1.37.
+    pub warning: Option<String>,
+    /// The API server reported a version older than 1.37 (see
+    /// [`ControllerConfig::server_before_1_37`]).
+    pub server_before_1_37: bool,
+}
+
 /// The version to behave as: `--emulated-version` when given, else the API server's
 /// (`GET /version`) clamped into 1.35..1.37, with the warning to log when it was clamped.
+/// The server's version is read in both cases (with the flag, a failure only means it is not
+/// known).
 pub async fn resolve_version(
     options: &hpa_config::Options,
     client: &kube::Client,
-) -> Result<(KubeVersion, Option<String>), String> {
-    if let Some(v) = options.emulated_version() {
-        return Ok((v, None));
+) -> Result<ResolvedVersion, String> {
+    let info = client.apiserver_version().await;
+    let before_1_37 = |major: &str, minor: &str| {
+        let digits = |s: &str| -> Option<u64> {
+            s.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        };
+        matches!((digits(major), digits(minor)), (Some(1), Some(m)) if m < 37)
+    };
+    if let Some(version) = options.emulated_version() {
+        return Ok(ResolvedVersion {
+            version,
+            warning: None,
+            server_before_1_37: info.as_ref().is_ok_and(|i| before_1_37(&i.major, &i.minor)),
+        });
     }
-    let info = client.apiserver_version().await.map_err(|e| {
+    let info = info.map_err(|e| {
         format!(
             "failed to read the API server's version (GET /version), needed to choose which kube-controller-manager version to behave as (or give --emulated-version): {}",
             hpa_metrics::kube_error_message(&e)
         )
     })?;
-    Ok(KubeVersion::for_server(
-        &info.major,
-        &info.minor,
-        &info.git_version,
-    ))
+    let (version, warning) = KubeVersion::for_server(&info.major, &info.minor, &info.git_version);
+    Ok(ResolvedVersion {
+        version,
+        warning,
+        server_before_1_37: before_1_37(&info.major, &info.minor),
+    })
 }
 
 /// What [`HorizontalController::new`] needs.
@@ -337,7 +372,8 @@ impl HorizontalController {
             } else {
                 ZeroReplicas::MinReplicasZero
             },
-            observed_generation: parts.config.gates.enabled(Feature::HpaGeneration),
+            observed_generation: parts.config.gates.enabled(Feature::HpaGeneration)
+                && !parts.config.server_before_1_37,
         };
         let scale_client = parts.scale_client.unwrap_or_else(|| {
             Arc::new(KubeScaleClient::with_rest_mapper(
