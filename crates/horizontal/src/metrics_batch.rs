@@ -136,9 +136,6 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
     }
 }
 
-/// A pod's labels, as (key, value) pairs.
-type PodLabels = Box<[(Box<str>, Box<str>)]>;
-
 /// What a kept PodMetrics holds: what the per-HPA answer's computation reads (name,
 /// labels for pods the cache does not hold, timestamp, window, per-container usage), a
 /// fraction of a `PodMetrics` value; a window keeps one list per namespace.
@@ -147,11 +144,14 @@ struct KeptPodMetrics {
     name: Box<str>,
     /// Kept only for a pod the pod cache did not hold when the list came (an orphan, selected
     /// by these labels); the others are selected through the cache.
-    labels: Option<PodLabels>,
+    labels: Option<Labels>,
     timestamp: Option<Time>,
     window: Option<Arc<str>>,
     containers: Box<[(Arc<str>, Usage)]>,
 }
+
+/// A pod's labels, as key-value pairs.
+type Labels = Box<[(Box<str>, Box<str>)]>;
 
 /// One container's usage by resource.
 type Usage = Box<[(Arc<str>, Quantity)]>;
@@ -480,6 +480,55 @@ mod tests {
             .unwrap()
             .unwrap();
         *v
+    }
+
+    fn pod_metrics(name: &str, cpu: &str, app: &str) -> PodMetrics {
+        PodMetrics {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some([("app".to_owned(), app.to_owned())].into()),
+                ..Default::default()
+            },
+            timestamp: None,
+            window: Some("30s".to_owned()),
+            containers: vec![ContainerMetrics {
+                name: "main".to_owned(),
+                usage: [("cpu".to_owned(), Quantity(cpu.to_owned()))].into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_namespace_list_is_kept_by_name_with_labels_only_for_orphans() {
+        let mut strings = Interner::default();
+        let list = NamespacePodMetrics::new(vec![
+            KeptPodMetrics::of(pod_metrics("web-b", "100m", "web"), false, &mut strings),
+            KeptPodMetrics::of(pod_metrics("web-a", "200m", "web"), true, &mut strings),
+            // A second entry for a name: the last listed is kept, as a map by name keeps it.
+            KeptPodMetrics::of(pod_metrics("web-b", "300m", "web"), false, &mut strings),
+        ]);
+        let names: Vec<&str> = list.pods.iter().map(|m| m.name.as_ref()).collect();
+        assert_eq!(names, ["web-a", "web-b"]);
+        let b = list.get("web-b").unwrap().to_pod_metrics();
+        assert_eq!(b.containers[0].usage["cpu"], Quantity("300m".to_owned()));
+        assert_eq!(b.window.as_deref(), Some("30s"));
+        assert!(list.get("web-c").is_none());
+        // Only the orphan keeps its labels, and is the only one offered for label selection.
+        let orphans: Vec<&str> = list.orphans().map(|m| m.name.as_ref()).collect();
+        assert_eq!(orphans, ["web-a"]);
+        assert_eq!(list.get("web-a").unwrap().label("app"), Some("web"));
+        assert_eq!(list.get("web-b").unwrap().label("app"), None);
+        // Windows and container and resource names are one shared copy.
+        let (a, b) = (list.get("web-a").unwrap(), list.get("web-b").unwrap());
+        assert!(Arc::ptr_eq(
+            a.window.as_ref().unwrap(),
+            b.window.as_ref().unwrap()
+        ));
+        assert!(Arc::ptr_eq(&a.containers[0].0, &b.containers[0].0));
+        assert!(Arc::ptr_eq(
+            &a.containers[0].1[0].0,
+            &b.containers[0].1[0].0
+        ));
     }
 
     #[tokio::test]
