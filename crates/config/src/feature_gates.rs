@@ -285,6 +285,10 @@ impl FeatureGates {
                 spec.default
             ));
         }
+        out.push_str(&format!(
+            "\n(The defaults shown are {}'s; behaving as an older version, chosen by --emulated-version or the API server's version, applies that version's defaults and lock-ins.)",
+            KubeVersion::NEWEST
+        ));
         out
     }
 }
