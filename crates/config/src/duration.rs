@@ -511,10 +511,21 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Flag values and scenario offsets are input: any string gives a value or an error.
+        /// Flag values and scenario offsets are input: any string gives a value or an error,
+        /// and a value prints as text that parses back to it.
         #[test]
-        fn never_panics(s in "\\PC{0,24}") {
-            let _ = s.parse::<GoDuration>();
+        fn any_text_gives_a_duration_or_an_error(s in "\\PC{0,24}") {
+            if let Ok(d) = s.parse::<GoDuration>() {
+                proptest::prop_assert_eq!(d.to_string().parse::<GoDuration>(), Ok(d));
+            }
+        }
+
+        /// The same for text made of the characters of durations.
+        #[test]
+        fn duration_like_text_prints_back_to_itself(s in "[-+0-9.nuµmsh]{0,16}") {
+            if let Ok(d) = s.parse::<GoDuration>() {
+                proptest::prop_assert_eq!(d.to_string().parse::<GoDuration>(), Ok(d));
+            }
         }
 
         /// Durations built from Go-like pieces parse, and print back to the same value.

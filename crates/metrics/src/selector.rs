@@ -1097,41 +1097,163 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        proptest! {
-            #[test]
-            fn never_panics(s in "[a-z!=(),<> in]{0,30}") {
-                let _ = s.parse::<Selector>().map(|x| x.to_string());
+        /// A label value no generated requirement names: generated values are
+        /// `[a-z0-9]{1,4}`.
+        const OUTSIDE: &str = "x-outside";
+
+        /// One generated requirement on its own key: an operator (an index into the nine
+        /// forms of [`Req::text`]), its values, its integer bound, and the choices the
+        /// label builders make (which value to use, whether to leave the label out).
+        #[derive(Debug, Clone)]
+        struct Req {
+            op: usize,
+            values: Vec<String>,
+            bound: u32,
+            pick: usize,
+            absent: bool,
+        }
+
+        impl Req {
+            fn first(&self) -> &str {
+                &self.values[0]
             }
 
-            #[test]
-            fn never_panics_on_any_text(s in "\\PC{0,40}") {
-                let _ = s.parse::<Selector>().map(|x| x.to_string());
+            fn picked(&self) -> &str {
+                &self.values[self.pick % self.values.len()]
             }
 
-            #[test]
-            fn render_parse_round_trip(
-                reqs in prop::collection::vec(
-                    ("[a-z][a-z0-9]{0,5}", 0usize..7, prop::collection::btree_set("[a-z0-9]{1,4}", 1..4)),
-                    0..5,
-                )
-            ) {
-                let mut parts = Vec::new();
-                for (k, op, vals) in &reqs {
-                    let first = vals.iter().next().cloned().unwrap_or_default();
-                    let joined: Vec<String> = vals.iter().cloned().collect();
-                    parts.push(match op {
-                        0 => format!("{k}={first}"),
-                        1 => format!("{k}!={first}"),
-                        2 => format!("{k} in ({})", joined.join(",")),
-                        3 => format!("{k} notin ({})", joined.join(",")),
-                        4 => k.clone(),
-                        5 => format!("!{k}"),
-                        _ => format!("{k}=={first}"),
-                    });
+            /// The requirement as selector text.
+            fn text(&self, key: &str) -> String {
+                let (first, all, n) = (self.first(), self.values.join(","), self.bound);
+                match self.op {
+                    0 => format!("{key}={first}"),
+                    1 => format!("{key}=={first}"),
+                    2 => format!("{key}!={first}"),
+                    3 => format!("{key} in ({all})"),
+                    4 => format!("{key} notin ({all})"),
+                    5 => key.to_string(),
+                    6 => format!("!{key}"),
+                    7 => format!("{key}>{n}"),
+                    _ => format!("{key}<{n}"),
                 }
-                let s: Selector = parts.join(",").parse().unwrap();
-                let again: Selector = s.to_string().parse().unwrap();
-                prop_assert_eq!(s.to_string(), again.to_string());
+            }
+
+            /// A label value (`None`: no label) that satisfies the requirement.
+            fn satisfying(&self) -> Option<String> {
+                let (n, offset) = (self.bound, self.pick as u32 % 5);
+                match self.op {
+                    0 | 1 => Some(self.first().to_string()),
+                    2 | 4 if self.absent => None,
+                    2 | 4 => Some(OUTSIDE.to_string()),
+                    3 => Some(self.picked().to_string()),
+                    5 => Some(self.picked().to_string()),
+                    6 => None,
+                    7 => Some((n + 1 + offset).to_string()),
+                    _ => Some(n.saturating_sub(1 + offset).to_string()),
+                }
+            }
+
+            /// A label value (`None`: no label) that violates the requirement.
+            fn violating(&self) -> Option<String> {
+                let (n, offset) = (self.bound, self.pick as u32 % 5);
+                match self.op {
+                    0 | 1 | 3 | 7 | 8 if self.absent => None,
+                    0 | 1 | 3 => Some(OUTSIDE.to_string()),
+                    2 => Some(self.first().to_string()),
+                    4 => Some(self.picked().to_string()),
+                    5 => None,
+                    6 => Some(self.picked().to_string()),
+                    7 => Some(n.saturating_sub(offset).to_string()),
+                    _ => Some((n + offset).to_string()),
+                }
+            }
+        }
+
+        fn req() -> impl Strategy<Value = Req> {
+            (
+                0usize..9,
+                prop::collection::btree_set("[a-z0-9]{1,4}", 1..4),
+                1u32..100,
+                any::<usize>(),
+                any::<bool>(),
+            )
+                .prop_map(|(op, values, bound, pick, absent)| Req {
+                    op,
+                    values: values.into_iter().collect(),
+                    bound,
+                    pick,
+                    absent,
+                })
+        }
+
+        /// Labels satisfying every requirement, except the `broken`-th, which they violate.
+        fn labels_for(
+            reqs: &BTreeMap<String, Req>,
+            broken: Option<usize>,
+        ) -> BTreeMap<String, String> {
+            let mut labels = BTreeMap::new();
+            for (i, (key, r)) in reqs.iter().enumerate() {
+                let value = if broken == Some(i) {
+                    r.violating()
+                } else {
+                    r.satisfying()
+                };
+                if let Some(v) = value {
+                    labels.insert(key.clone(), v);
+                }
+            }
+            // A label no requirement names changes nothing.
+            labels.insert("unrelated".to_string(), OUTSIDE.to_string());
+            labels
+        }
+
+        /// If `s` parses, the selector prints as text that parses back to the same selector.
+        fn prints_back_to_itself(s: &str) -> Result<(), TestCaseError> {
+            if let Ok(parsed) = s.parse::<Selector>() {
+                let printed = parsed.to_string();
+                let again: Selector = printed.parse().map_err(|e| {
+                    TestCaseError::fail(format!("{s:?} printed as {printed:?}: {e}"))
+                })?;
+                prop_assert_eq!(again.to_string(), printed);
+            }
+            Ok(())
+        }
+
+        proptest! {
+            /// Any text gives a selector or an error, and a selector prints as text that
+            /// parses back to the same selector.
+            #[test]
+            fn parsed_text_prints_back_to_itself(s in "[a-z!=(),<> in0-9]{0,30}") {
+                prints_back_to_itself(&s)?;
+            }
+
+            /// The same for any printable text.
+            #[test]
+            fn any_text_gives_a_selector_or_an_error(s in "\\PC{0,40}") {
+                prints_back_to_itself(&s)?;
+            }
+
+            /// A selector parsed from generated requirements matches labels built to satisfy
+            /// every requirement, and not labels that violate any one of them; so does the
+            /// selector parsed back from its printed form.
+            #[test]
+            fn a_parsed_selector_matches_what_was_generated(
+                reqs in prop::collection::btree_map("[a-z][a-z0-9]{0,5}", req(), 0..5),
+                broken in any::<prop::sample::Index>(),
+            ) {
+                let text: Vec<String> = reqs.iter().map(|(k, r)| r.text(k)).collect();
+                let text = text.join(",");
+                let parsed: Selector = text.parse().unwrap();
+                let again: Selector = parsed.to_string().parse().unwrap();
+                prop_assert_eq!(parsed.requirements().len(), reqs.len());
+                let good = labels_for(&reqs, None);
+                prop_assert!(parsed.matches(&good), "{} should match {:?}", text, good);
+                prop_assert!(again.matches(&good), "{} should match {:?}", again, good);
+                if !reqs.is_empty() {
+                    let bad = labels_for(&reqs, Some(broken.index(reqs.len())));
+                    prop_assert!(!parsed.matches(&bad), "{} should not match {:?}", text, bad);
+                    prop_assert!(!again.matches(&bad), "{} should not match {:?}", again, bad);
+                }
             }
         }
     }
