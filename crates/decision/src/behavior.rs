@@ -1,4 +1,4 @@
-//! `spec.behavior`: its API defaults (spec §5.4) and the policy rate limits (spec §5.2).
+//! `spec.behavior`: its API defaults (`SetDefaults_HorizontalPodAutoscalerBehavior`) and the policy rate limits (`calculateScaleUpLimitWithScalingRules`, `calculateScaleDownLimitWithBehaviors`).
 //!
 //! Mirrors upstream `pkg/apis/autoscaling/v2/defaults.go` (`GenerateHPAScaleUpRules`,
 //! `GenerateHPAScaleDownRules`, `copyHPAScalingRules`), and from

@@ -1,5 +1,5 @@
-//! The HPA status conditions: their catalogue (spec §7) and `setCondition` /
-//! `setConditionInList` (spec §6.6).
+//! The HPA status conditions: every condition `reconcileAutoscaler` sets, and `setCondition` /
+//! `setConditionInList`.
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: every `setCondition` call
 //! site becomes a [`HpaCondition`] variant carrying the values its message needs; the
@@ -7,7 +7,7 @@
 //!
 //! Pre-formatted texts (the InvalidSelector, AmbiguousSelector and failed-metric messages)
 //! are stored verbatim. Before v1.32 upstream passed them to `setCondition` as the *format*
-//! (so a `%` in an error text was reinterpreted, spec §6.6); kubernetes/kubernetes#127422
+//! (so a `%` in an error text was reinterpreted); kubernetes/kubernetes#127422
 //! ("Go vet fixes for gotip", merged 2024-09, v1.32) changed those call sites to
 //! `setCondition(..., "%s", msg)`, which is what this port follows.
 
@@ -63,7 +63,7 @@ impl ConditionStatus {
 }
 
 /// The reason of a failed metric computation; used both as the Warning event reason and
-/// as the `ScalingActive=False` condition reason (spec §3.5).
+/// as the `ScalingActive=False` condition reason (`computeReplicasForMetric`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetricFailureReason {
     /// `FailedGetObjectMetric`.
@@ -97,7 +97,7 @@ impl MetricFailureReason {
 }
 
 /// Which bound (if any) produced the normalized replica count: the reason of the
-/// `ScalingLimited` condition (spec §4 step 3, §5.1 step 5).
+/// `ScalingLimited` condition (`normalizeDesiredReplicas`, `normalizeDesiredReplicasWithBehaviors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LimitReason {
     /// `DesiredWithinRange`: no bound applied.
@@ -145,7 +145,7 @@ impl LimitReason {
 }
 
 /// The outcome of the stabilization step: the `AbleToScale=True` reason set by
-/// normalization (spec §4 step 2, §5.1 step 4).
+/// normalization (`normalizeDesiredReplicas`, `normalizeDesiredReplicasWithBehaviors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StabilizationReason {
     /// `ReadyForNewScale`: stabilization did not change the recommendation.
@@ -180,7 +180,7 @@ impl StabilizationReason {
     }
 }
 
-/// Every condition the controller sets (spec §7), with the values its message needs.
+/// Every condition the controller sets, with the values its message needs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HpaCondition {
     /// `AbleToScale=False FailedGetScale`; `err` is the apiVersion, RESTMapping or scale GET error.
@@ -242,8 +242,8 @@ pub enum HpaCondition {
     ScaledToZero,
     /// `ScaledToZero=False NotScaledToZero` (1.36+): set after any other successful rescale.
     NotScaledToZero,
-    /// The degenerate condition upstream sets when `spec.metrics` is empty (spec §3.3
-    /// step 7): empty type, status, reason and message.
+    /// The degenerate condition upstream sets when `spec.metrics` is empty
+    /// (`computeReplicasForMetrics`): empty type, status, reason and message.
     Empty,
 }
 
@@ -361,7 +361,7 @@ impl HpaCondition {
 }
 
 /// `couldn't convert selector into a corresponding internal selector object: %v`, the
-/// `InvalidSelector` event message and error text (spec §3.4 step 2).
+/// `InvalidSelector` event message and error text (`validateAndParseSelector`).
 pub fn invalid_selector_message(err: &str) -> String {
     sprintf(
         "couldn't convert selector into a corresponding internal selector object: %v",
@@ -370,7 +370,7 @@ pub fn invalid_selector_message(err: &str) -> String {
 }
 
 /// `pods by selector %v are controlled by multiple HPAs: %v`, the `AmbiguousSelector` event
-/// message and error text (spec §3.4 step 6); `hpas` print as a Go `[]string`.
+/// message and error text (`validateAndParseSelector`); `hpas` print as a Go `[]string`.
 pub fn ambiguous_selector_message(selector: &str, hpas: &[String]) -> String {
     sprintf(
         "pods by selector %v are controlled by multiple HPAs: %v",

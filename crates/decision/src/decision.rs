@@ -1,5 +1,5 @@
 //! The pure core of one reconcile: a [`Decision`] value from which the status, conditions,
-//! events, error text and log lines are rendered (spec §3.2 steps 6-13, §3.3, §6).
+//! events, error text and log lines are rendered (`reconcileAutoscaler` after the scale read, `computeReplicasForMetrics`, `setStatus`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go` `reconcileAutoscaler` (from
 //! the successful scale GET on), the aggregation part of `computeReplicasForMetrics`, the
@@ -264,7 +264,7 @@ pub struct MetricsOutcome {
 }
 
 impl MetricsOutcome {
-    /// The aggregation of `computeReplicasForMetrics` (spec §3.3 steps 3-7): the maximum of
+    /// The aggregation of `computeReplicasForMetrics`: the maximum of
     /// the valid proposals (the first seeds it, a 0 is replaced by any later one, ties keep
     /// the earlier name); the error `invalid metrics (%v invalid out of %v), first error is:
     /// %v`; and the rule for acting: all invalid, or some invalid while the valid ones would
@@ -347,7 +347,7 @@ impl MetricsOutcome {
         }
     }
 
-    /// A selector failure (spec §3.4): -1, no statuses, the failure's event and condition
+    /// A selector failure (`validateAndParseSelector`): -1, no statuses, the failure's event and condition
     /// (none for a pod-list error) and its error text.
     pub fn selector_failure(failure: SelectorFailure) -> Self {
         let (event, condition, error) = match failure {
@@ -680,7 +680,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The reconciliation `error` label: `internal` whenever an error is returned (a
-    /// metric-level `spec` error loses its wrapping on the way up, spec §9.1).
+    /// metric-level `spec` error loses its wrapping on the way up, as `monitor.ObserveReconciliationResult` sees it).
     pub fn error_label(&self) -> ErrorLabel {
         if self.error.is_some() {
             ErrorLabel::Internal
@@ -942,7 +942,7 @@ impl Decision {
     }
 }
 
-/// The `metricNameProposal` texts of `computeStatusFor*` (spec §3.5), used in
+/// The `metricNameProposal` texts of `computeStatusFor*`, used in
 /// `ValidMetricFound` messages and in `%s above target` rescale reasons.
 pub mod metric_names {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

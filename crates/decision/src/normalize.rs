@@ -1,5 +1,5 @@
 //! Normalization of the metrics' desired replica count: stabilization, rate limits and
-//! min/max clamps (spec §4 without `spec.behavior`, §5.1 with it).
+//! min/max clamps (`normalizeDesiredReplicas` without `spec.behavior`, `normalizeDesiredReplicasWithBehaviors` with it).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `normalizeDesiredReplicas`,
 //! `convertDesiredReplicasWithRules`, `calculateScaleUpLimit` (constants
@@ -27,7 +27,7 @@ pub const SCALE_UP_LIMIT_MINIMUM: f64 = 4.0;
 /// `AbleToScale` / `ScalingLimited` conditions it sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalization {
-    /// Whether the behavior path (§5) ran; otherwise the legacy path (§4).
+    /// Whether the behavior path (`normalizeDesiredReplicasWithBehaviors`) ran; otherwise the legacy path (`normalizeDesiredReplicas`).
     pub with_behavior: bool,
     /// The metrics' desired count before normalization.
     pub prenormalized: i32,

@@ -1,8 +1,8 @@
 //! The per-HPA recommendation history and the two stabilization algorithms.
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `timestampedRecommendation`,
-//! `recordInitialRecommendation`, `stabilizeRecommendation` (legacy path, spec §4 step 1) and
-//! `stabilizeRecommendationWithBehaviors` (spec §5.1 step 3). The functions work on one
+//! `recordInitialRecommendation`, `stabilizeRecommendation` (legacy path, `normalizeDesiredReplicas`) and
+//! `stabilizeRecommendationWithBehaviors` (`normalizeDesiredReplicasWithBehaviors`). The functions work on one
 //! HPA's list; locking is the caller's (see [`crate::state`]).
 
 use jiff::{SignedDuration, Timestamp};

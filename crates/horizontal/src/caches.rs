@@ -1,5 +1,5 @@
 //! The controller's informer caches: `autoscaling/v2` HorizontalPodAutoscalers and `v1` Pods
-//! (spec §2.2), with the HPA add/update/delete handlers (spec §2.3).
+//! (`NewHorizontalController`), with the HPA handlers `enqueueHPA`, `updateHPA` and `deleteHPA`.
 //!
 //! Mirrors the shared informers upstream `pkg/controller/podautoscaler/horizontal.go`
 //! (`NewHorizontalController`) registers on: the HPA informer with its handlers and the pod

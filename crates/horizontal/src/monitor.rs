@@ -1,4 +1,4 @@
-//! The controller's Prometheus metrics (spec §9.1).
+//! The controller's Prometheus metrics (`pkg/controller/podautoscaler/monitor/metrics.go`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/monitor/metrics.go` and `monitor.go`
 //! (v1.35, with `num_horizontal_pod_autoscalers` and `desired_replicas`): subsystem
@@ -13,7 +13,7 @@
 //! forgets a deleted HPA ([`Monitor::forget_hpa`], from the reconcile that finds the HPA gone,
 //! where upstream drops the HPA's recommendations and scale events), so they never outlive
 //! their HPA. The v1.35 `horizontal.go` call sites of the monitor were not available to check
-//! whether upstream deletes the series too (see spec §9.1); keeping the series bounded is the
+//! whether upstream deletes the series too (upstream's `monitor` package does not say); keeping the series bounded is the
 //! deliberate choice here.
 
 use std::time::Duration;

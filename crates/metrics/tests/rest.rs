@@ -1,5 +1,5 @@
 //! REST metrics client against a loopback HTTP server answering with recorded metrics-API JSON
-//! (`tests/data/`). Expectations come from upstream `client.go` semantics (spec §6): milli-values
+//! (`tests/data/`). Expectations come from upstream `pkg/controller/podautoscaler/metrics/client.go` semantics: milli-values
 //! rounded up, pods with a missing container or resource left out, first item's timestamp,
 //! default window of one minute for custom metrics, and upstream's error texts.
 

@@ -709,7 +709,7 @@ fn scaling_with_rules_table() {
 }
 
 /// Scale-up and scale-down events both move the period start (newer upstream passes
-/// both lists). Expected values derived from spec §5.2 arithmetic.
+/// both lists). Expected values derived from the arithmetic of `calculateScaleUpLimitWithScalingRules` and `calculateScaleDownLimitWithBehaviors`.
 #[test]
 fn both_event_lists_shift_the_period_start() {
     let n = now();

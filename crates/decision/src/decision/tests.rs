@@ -278,7 +278,7 @@ fn aggregation_rules() {
 
 #[test]
 fn worked_example_message_chain() {
-    // Spec §3.5 worked example (CPU utilization, metrics-server down).
+    // CPU utilization with metrics-server down (`computeReplicasForMetric`'s failure path).
     let inner = "failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: boom";
     let outer = format!("failed to get cpu resource metric value: {inner}");
     let h = hpa(Some(1), 10, None);
@@ -464,7 +464,7 @@ fn branch_b_and_behavior_scale_events() {
     );
     assert_eq!(o.action, ActionLabel::ScaleDown);
     assert_eq!(o.status.current_metrics, None);
-    // Branch b stores a scale event when behavior is set (spec §13 item 10).
+    // Branch b stores a scale event when behavior is set (`reconcileAutoscaler` calls `storeScaleEvent` on every rescale).
     assert_eq!(state.scale_down_events("default/web")[0].replica_change, 3);
     assert_eq!(o.status.conditions.as_ref().map(Vec::len), Some(1));
 }
@@ -703,7 +703,7 @@ fn upstream_scale_up_one_metric_empty() {
             ("ScalingLimited", "False", "DesiredWithinRange")
         ])
     );
-    // The failing metric's event is still emitted (spec §13 item 13).
+    // The failing metric's event is still emitted (`computeReplicasForMetrics` records it before aggregating).
     assert_eq!(o.events[0].reason(), "FailedGetExternalMetric");
     assert_eq!(o.events[1].reason(), "SuccessfulRescale");
 }

@@ -50,7 +50,7 @@ fn pod(
 
 #[test]
 fn pod_level_request_plus_overhead() {
-    // Spec §3.3: pod-level cpu 800m + overhead 100m → 900m.
+    // `calculatePodLevelRequests`: pod-level cpu 800m + overhead 100m → 900m.
     let p = pod(&[("cpu", "800m")], &[("cpu", "100m")], vec![], vec![]);
     assert_eq!(calculate_pod_level_requests(&p, "cpu").unwrap(), 900);
 }
