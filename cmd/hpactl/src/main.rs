@@ -6,7 +6,8 @@
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
 //! or another scenario) and prints one line per decision; `generate` writes a simulated
 //! cluster of many HPAs as a scenario and `bench` runs the controller against one, counting
-//! requests at the server (`docs/benchmarks.md`).
+//! requests at the server (`docs/benchmarks.md`); `simulate` runs the controller's decision
+//! code over a simulated workload and load timeline (`docs/simulate-format.md`).
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
@@ -131,6 +132,21 @@ enum Command {
     /// (--controller), or one computed now on the cluster (no history). Installed as
     /// `kubectl-hpa_explain`, this is `kubectl hpa-explain NAMESPACE/NAME`.
     Explain(explain::ExplainArgs),
+    /// What an HPA would do under a load timeline: runs the controller's decision code on a
+    /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
+    /// DIR/simulation.csv and DIR/simulation.svg.
+    Simulate {
+        /// The simulation file (YAML).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The output directory (created if missing).
+        #[arg(long, short, value_name = "DIR")]
+        out: PathBuf,
+        /// A second simulation file (another HPA variant) run over the first file's load and
+        /// workload, drawn on the same chart.
+        #[arg(long, value_name = "OTHER.yaml")]
+        compare: Option<PathBuf>,
+    },
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
@@ -235,6 +251,7 @@ fn main() -> ExitCode {
             controller_args,
         }),
         Command::Explain(args) => explain::run(args),
+        Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
     }
 }
 
@@ -595,5 +612,61 @@ fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>
         serde_json::Value::Null => rows.push((prefix.to_string(), "-".into())),
         serde_json::Value::String(text) => rows.push((prefix.to_string(), text.clone())),
         other => rows.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// `hpactl simulate`: exit 2 for a bad file, 1 when the outputs cannot be written.
+fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
+    use hpa_fixtures::simulate;
+    let load = |path: &Path| {
+        simulate::load_file(path).map_err(|e| {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        })
+    };
+    let base = match load(file) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let mut runs = Vec::new();
+    let mut title = format!("hpactl simulate {}", file.display());
+    let first = simulate::simulate(&base, "base");
+    match first {
+        Ok(r) => runs.extend(r),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    if let Some(other) = compare {
+        let variant = match simulate::input::load_variant_file(other, &base) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        match simulate::simulate(&variant, "compare") {
+            Ok(r) => runs.extend(r),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+        title = format!("{title} vs {}", other.display());
+    }
+    match simulate::write_outputs(&runs, out, &title) {
+        Ok(()) => {
+            println!(
+                "wrote {} and {}",
+                out.join("simulation.csv").display(),
+                out.join("simulation.svg").display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
     }
 }
