@@ -10,6 +10,17 @@ cargo fmt --all --check
 echo "== cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+echo "== hpa-decision stays pure (no HTTP client, async runtime or metrics registry)"
+decision_tree=$(cargo tree -p hpa-decision -e normal --prefix none)
+forbidden=$(awk '{print $1}' <<<"$decision_tree" | sort -u |
+    grep -E '^(tokio|hyper|kube|http|reqwest|prometheus)(-.*)?$' || true)
+if [[ -n "$forbidden" ]]; then
+    echo "hpa-decision must not depend on an HTTP client, async runtime or prometheus;" >&2
+    echo "cargo tree -p hpa-decision -e normal contains:" >&2
+    sed 's/^/  /' <<<"$forbidden" >&2
+    exit 1
+fi
+
 echo "== cargo test --workspace"
 cargo test --workspace
 

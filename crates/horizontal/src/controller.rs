@@ -22,17 +22,18 @@ use hpa_workqueue::{
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key};
-use crate::decision::{Decision, DecisionConfig};
 use crate::explain_metrics::ExplainMetrics;
-use crate::gofmt::SelectorStyle;
 use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
 use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
+use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
-use crate::state::{HpaKey, HpaSelectorRegistry, HpaState};
 use crate::trace::TraceStore;
+use hpa_decision::decision::{Decision, DecisionConfig};
+use hpa_decision::gofmt::SelectorStyle;
+use hpa_decision::state::HpaState;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";

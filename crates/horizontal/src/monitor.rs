@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use hpa_decision::labels::{ActionLabel, ErrorLabel};
 use prometheus::{
     CounterVec, Gauge, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry, exponential_buckets,
 };
@@ -30,59 +31,6 @@ const METRIC_COMPUTATION_HELP: &str = "Number of metric computations. The label 
 const METRIC_COMPUTATION_DURATION_HELP: &str = "The time(seconds) that the HPA controller takes to calculate one metric. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. The label 'error' should be either 'spec', 'internal', or 'none'. The label 'metric_type' corresponds to HPA.spec.metrics[*].type";
 const NUM_HPAS_HELP: &str = "Current number of controlled HPA objects.";
 const DESIRED_REPLICAS_HELP: &str = "Current desired replica count for HPA objects.";
-
-/// The `action` label (upstream `ActionLabel`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ActionLabel {
-    /// `scale_up`.
-    ScaleUp,
-    /// `scale_down`.
-    ScaleDown,
-    /// `none`.
-    None,
-}
-
-impl ActionLabel {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ActionLabel::ScaleUp => "scale_up",
-            ActionLabel::ScaleDown => "scale_down",
-            ActionLabel::None => "none",
-        }
-    }
-
-    /// The action for a proposal compared with a baseline: up if greater, down if lower.
-    pub fn compare(proposal: i32, baseline: i32) -> Self {
-        match proposal.cmp(&baseline) {
-            std::cmp::Ordering::Greater => ActionLabel::ScaleUp,
-            std::cmp::Ordering::Less => ActionLabel::ScaleDown,
-            std::cmp::Ordering::Equal => ActionLabel::None,
-        }
-    }
-}
-
-/// The `error` label (upstream `ErrorLabel`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorLabel {
-    /// `spec`: an invalid HPA spec.
-    Spec,
-    /// `internal`: any other error.
-    Internal,
-    /// `none`.
-    None,
-}
-
-impl ErrorLabel {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorLabel::Spec => "spec",
-            ErrorLabel::Internal => "internal",
-            ErrorLabel::None => "none",
-        }
-    }
-}
 
 /// The controller's metrics (upstream `monitor.Monitor`).
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 //! per-metric loop, `computeReplicasForMetric` and `computeStatusFor{Object,Pods,Resource,
 //! ContainerResource,External}Metric`, `validateAndParseSelector` and
 //! `getUnableComputeReplicaCountCondition`. The branch choice, aggregation, normalization and
-//! rendering are the pure [`crate::decision`] functions; this module fetches and writes.
+//! rendering are the pure [`hpa_decision::decision`] functions; this module fetches and writes.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,22 +28,22 @@ use kube::Api;
 use kube::api::PostParams;
 
 use crate::caches::split_key;
-use crate::conditions::{HpaCondition, MetricFailureReason, set_condition};
 use crate::controller::{Inner, ReconcileError};
-use crate::decision::{
+use crate::scale_client::{
+    ResourceMapping, ScaleError, parse_group_version, scale_for_resource_mappings,
+};
+use crate::selectors::HpaKey;
+use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition};
+use hpa_decision::decision::{
     Branch, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
     RescaleResult, SelectorFailure, decide, max_replicas, metric_names, min_replicas,
     scale_target_reference, status_update_failure,
 };
-use crate::events::HpaEvent;
-use crate::gofmt::{GoArg, sprintf};
-use crate::monitor::{ActionLabel, ErrorLabel};
-use crate::scale_client::{
-    ResourceMapping, ScaleError, parse_group_version, scale_for_resource_mappings,
-};
-use crate::state::HpaKey;
-use crate::status::status_semantically_equal;
-use crate::tolerance::tolerances_for_hpa;
+use hpa_decision::events::HpaEvent;
+use hpa_decision::gofmt::{GoArg, sprintf};
+use hpa_decision::labels::{ActionLabel, ErrorLabel};
+use hpa_decision::status::status_semantically_equal;
+use hpa_decision::tolerance::tolerances_for_hpa;
 use k8s_openapi::api::autoscaling::v1::Scale;
 
 /// What one metric computation needs from the reconcile.
@@ -95,9 +95,9 @@ fn resource_quantity(
     v: i64,
 ) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
     let format = if resource == "memory" {
-        hpa_metrics::quantity::Format::BinarySI
+        hpa_metrics::Format::BinarySI
     } else {
-        hpa_metrics::quantity::Format::DecimalSI
+        hpa_metrics::Format::DecimalSI
     };
     Quantity::from_milli_with_format(v, format).to_k8s()
 }
@@ -265,7 +265,7 @@ impl Inner {
                 .gates
                 .enabled(hpa_config::Feature::HpaConfigurableTolerance),
         )
-        .unwrap_or(crate::tolerance::HpaTolerances {
+        .unwrap_or(hpa_decision::tolerance::HpaTolerances {
             scale_down: self.config.hpa.tolerance,
             scale_up: self.config.hpa.tolerance,
         });
@@ -449,7 +449,7 @@ impl Inner {
             .as_ref()
             .and_then(|s| s.behavior.as_ref())
             .map(|b| {
-                crate::behavior::EffectiveBehavior::new(
+                hpa_decision::behavior::EffectiveBehavior::new(
                     b,
                     self.decision_config.downscale_stabilization_window,
                 )

@@ -39,7 +39,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use lru::LruCache;
 use tokio::sync::{mpsc, watch};
 
-use crate::events::{EVENT_SOURCE_COMPONENT, HpaEvent};
+use hpa_decision::events::{EVENT_SOURCE_COMPONENT, HpaEvent};
 
 /// client-go's `maxLruCacheEntries`: the size of each correlator cache.
 pub const MAX_LRU_CACHE_ENTRIES: usize = 4096;

@@ -12,7 +12,7 @@
 use hpa_metrics::restmapper::{DeferredRestMapper, MappingError};
 use k8s_openapi::api::autoscaling::v1::Scale;
 
-use crate::gofmt::{GoArg, sprintf};
+use hpa_decision::gofmt::{GoArg, sprintf};
 
 /// A failure of discovery or of a scale request; `Display` is the text upstream embeds in
 /// events and conditions (`err.Error()`).

@@ -15,8 +15,8 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::behavior::PolicyType;
-use crate::decision::{Branch, Decision, Outcome, RescaleResult};
+use hpa_decision::behavior::PolicyType;
+use hpa_decision::decision::{Branch, Decision, Outcome, RescaleResult};
 
 /// The `version` of every trace this build writes.
 pub const TRACE_VERSION: &str = "hpa.trace/v1";
@@ -503,7 +503,7 @@ impl DecisionTrace {
             // The stabilization functions' own test: a record counts when it is after
             // `now - window` (the legacy path has no scale-up window).
             let within = |t: Timestamp, secs: i64| {
-                t > crate::recommendations::minus(now, jiff::SignedDuration::from_secs(secs))
+                t > hpa_decision::recommendations::minus(now, jiff::SignedDuration::from_secs(secs))
             };
             StabilizationTrace {
                 up_window_seconds: up,
@@ -658,18 +658,18 @@ impl DecisionTrace {
         err: &str,
         status: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus,
         status_changed: bool,
-        event: &crate::events::HpaEvent,
+        event: &hpa_decision::events::HpaEvent,
         shadow: bool,
     ) -> Self {
-        let min = crate::decision::min_replicas(hpa);
-        let max = crate::decision::max_replicas(hpa);
+        let min = hpa_decision::decision::min_replicas(hpa);
+        let max = hpa_decision::decision::max_replicas(hpa);
         DecisionTrace {
             version: TRACE_VERSION.to_owned(),
             hpa: key.to_owned(),
             time: now,
             without_history: false,
             target: TargetTrace {
-                reference: crate::decision::scale_target_reference(hpa),
+                reference: hpa_decision::decision::scale_target_reference(hpa),
                 spec_replicas: 0,
                 status_replicas: 0,
                 read: false,

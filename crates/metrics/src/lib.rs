@@ -10,7 +10,6 @@
 pub mod client;
 pub mod discovery;
 pub mod error;
-pub mod quantity;
 pub mod rest;
 pub mod restmapper;
 pub mod selector;
@@ -23,7 +22,7 @@ pub use client::MetricsClient;
 pub use client::MockMetricsClient;
 pub use discovery::AvailableApis;
 pub use error::{FetchError, MetricsError, UtilizationError, kube_error_message};
-pub use quantity::{Format, Quantity, QuantityError, QuantityErrorKind};
+pub use hpa_quantity::{Format, Quantity, QuantityError, QuantityErrorKind};
 pub use rest::{METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient};
 pub use restmapper::{DeferredRestMapper, MappingError, ResourceMapping};
 pub use selector::{Operator, Requirement, Selector, SelectorError};

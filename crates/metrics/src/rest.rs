@@ -20,7 +20,6 @@ use crate::discovery::{
     AvailableApis, CUSTOM_METRICS_GROUP, group_kind_string, parse_group_version,
 };
 use crate::error::{FetchError, MetricsError, generic_server_response};
-use crate::quantity::Quantity;
 use crate::restmapper::DeferredRestMapper;
 use crate::selector::Selector;
 use crate::types::{PodMetric, PodMetricsInfo};
@@ -28,6 +27,7 @@ use crate::wire::{
     ExternalMetricValueList, MetricValue, MetricValueList, PodMetrics, PodMetricsList, Status,
     go_zero_time,
 };
+use hpa_quantity::Quantity;
 
 /// Window assumed for custom metrics that report none (upstream
 /// `metricServerDefaultMetricWindow`).

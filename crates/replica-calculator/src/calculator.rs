@@ -15,10 +15,11 @@ use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use crate::CalculationDetail;
 use crate::error::CalculatorError;
 use crate::pod_lister::PodLister;
 use crate::replicas::{
-    self, CalculationDetail, CalculatorConfig, PodSample, ResourceTarget, go_label_selector_string,
+    self, CalculatorConfig, PodSample, ResourceTarget, go_label_selector_string,
 };
 use crate::tolerances::Tolerances;
 

@@ -1,11 +1,12 @@
 //! Pod classification for a replica calculation: upstream `groupPods` and `removeMetricsForPods`
 //! in `pkg/controller/podautoscaler/replica_calculator.go`.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
+
+use hpa_decision::calculation::PodGroups;
 
 use crate::PodMetricsInfo;
 
@@ -27,21 +28,6 @@ pub struct ReadinessConfig {
     /// initialization period, a not-ready pod is skipped only if it went not-ready within this
     /// delay after starting (it has never been ready).
     pub delay_of_initial_readiness_status: Duration,
-}
-
-/// The result of [`group_pods`]. Pods are identified by `metadata.name`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodGroups {
-    /// Pods whose metric counts as-is.
-    pub ready_pod_count: usize,
-    /// Pending pods, and (CPU only) pods whose sample is not trusted yet.
-    pub unready_pods: BTreeSet<String>,
-    /// Pods that are neither ignored nor pending but have no metric entry.
-    pub missing_pods: BTreeSet<String>,
-    /// Pods being deleted, and failed pods.
-    pub ignored_pods: BTreeSet<String>,
-    /// Why each unready, missing or ignored pod was put there (for decision traces).
-    pub reasons: BTreeMap<String, &'static str>,
 }
 
 /// Why a pod is ignored: it is being deleted.

@@ -30,10 +30,10 @@ pub mod tolerances;
 mod upstream_tests;
 
 pub use error::CalculatorError;
-pub use group_pods::{GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods};
+pub use group_pods::{GO_ZERO_TIME, ReadinessConfig, group_pods};
+pub use hpa_decision::calculation::{CalculationDetail, PodGroups};
 pub use replicas::{
-    CalculationDetail, CalculatorConfig, PodSample, ResourceTarget, UsageProposal,
-    UtilizationProposal,
+    CalculatorConfig, PodSample, ResourceTarget, UsageProposal, UtilizationProposal,
 };
 pub use tolerances::Tolerances;
 

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hpa_decision::calculation::CalculationDetail;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -19,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::error::CalculatorError;
 use crate::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
 use crate::group_pods::{
-    GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
+    GO_ZERO_TIME, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
 };
 use crate::requests::calculate_requests;
 use crate::tolerances::Tolerances;
@@ -70,24 +71,6 @@ pub struct ResourceTarget<'a> {
     pub container: Option<&'a str>,
     /// The target utilization, percent of the request.
     pub target_utilization: i32,
-}
-
-/// How a proposal was reached, for decision traces: the usage ratio(s) and the pods counted.
-/// Filled by the same arithmetic that produces the count; nothing here is recomputed.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CalculationDetail {
-    /// The usage ratio compared with the tolerance band (current / target).
-    pub usage_ratio: f64,
-    /// The ratio after missing and unready pods were filled in conservatively (pod-based
-    /// metrics only, when a fill-in happened).
-    pub recomputed_usage_ratio: Option<f64>,
-    /// How the listed pods were counted (pod-based metrics: Resource, ContainerResource, Pods).
-    pub pods: Option<PodGroups>,
-    /// The number of ready, running pods the ratio was multiplied by (Object and External
-    /// `Value` targets, when the count was outside the tolerance).
-    pub ready_pods: Option<i64>,
-    /// The values read (External metrics: one per series), milli-units.
-    pub values: Vec<i64>,
 }
 
 /// The outcome of a utilization calculation.

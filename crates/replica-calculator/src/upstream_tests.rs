@@ -22,7 +22,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::group_pods::{GO_ZERO_TIME, PodGroups, ReadinessConfig, group_pods};
+use crate::PodGroups;
+use crate::group_pods::{GO_ZERO_TIME, ReadinessConfig, group_pods};
 use crate::replicas::{
     CalculatorConfig, PodSample, ResourceTarget, external_metric_replicas,
     external_per_pod_metric_replicas, object_metric_replicas, object_per_pod_metric_replicas,

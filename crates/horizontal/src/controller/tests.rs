@@ -274,8 +274,8 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
     // The deletion is delivered at the instant the resync is due; resyncs keep coming.
     tx.send(Ok(watcher::Event::Delete(hpa(0)))).unwrap();
     tokio::time::sleep(period * 4).await;
-    let gone = crate::state::HpaKey::new("ns-0", "hpa-0");
-    let kept = crate::state::HpaKey::new("ns-1", "hpa-1");
+    let gone = crate::selectors::HpaKey::new("ns-0", "hpa-0");
+    let kept = crate::selectors::HpaKey::new("ns-1", "hpa-1");
     assert!(!controller.inner.selectors.contains(&gone));
     assert!(controller.inner.selectors.contains(&kept));
     assert_eq!(controller.inner.monitor.num_hpas(), 1.0);

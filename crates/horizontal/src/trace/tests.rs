@@ -13,14 +13,14 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
-use crate::conditions::MetricFailureReason;
-use crate::decision::{
+use crate::explain::render_text;
+use hpa_decision::conditions::MetricFailureReason;
+use hpa_decision::decision::{
     DecisionConfig, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
     decide,
 };
-use crate::explain::render_text;
-use crate::state::HpaState;
-use crate::tolerance::HpaTolerances;
+use hpa_decision::state::HpaState;
+use hpa_decision::tolerance::HpaTolerances;
 
 fn now() -> Timestamp {
     "2026-01-01T12:00:00Z".parse().unwrap()
@@ -569,12 +569,12 @@ fn a_scale_target_that_cannot_be_read_is_traced() {
     let h = hpa(1, 10, vec![cpu_spec(50)], None);
     let mut status = k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus::default();
     let err = "deployments.apps \"web\" not found";
-    crate::conditions::set_condition(
+    hpa_decision::conditions::set_condition(
         status.conditions.get_or_insert_with(Vec::new),
-        &crate::conditions::HpaCondition::FailedGetScale { err: err.into() },
+        &hpa_decision::conditions::HpaCondition::FailedGetScale { err: err.into() },
         now(),
     );
-    let event = crate::events::HpaEvent::FailedGetScale { err: err.into() };
+    let event = hpa_decision::events::HpaEvent::FailedGetScale { err: err.into() };
     let t = DecisionTrace::failed_get_scale(
         "default/web",
         &h,

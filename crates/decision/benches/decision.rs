@@ -3,7 +3,7 @@
 //! the metric results, `decide` (normalization with behaviors, recommendations, conditions)
 //! and `complete` (the status). The clock moves 15 s per decision, as the sync period does,
 //! so the recommendation and scale-event windows roll as in production.
-//! Run: `cargo bench -p hpa-horizontal --bench decision`.
+//! Run: `cargo bench -p hpa-decision --bench decision`.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hpa_horizontal::decision::{
+use hpa_decision::decision::{
     DecisionConfig, DecisionInput, MetricProposal, MetricResult, MetricsOutcome, RescaleResult,
     decide,
 };
-use hpa_horizontal::state::HpaState;
-use hpa_horizontal::tolerance::HpaTolerances;
+use hpa_decision::state::HpaState;
+use hpa_decision::tolerance::HpaTolerances;
 use hpa_metrics::{PodMetric, PodMetricsInfo};
 use hpa_replica_calculator::replicas::resource_replicas;
 use hpa_replica_calculator::{CalculatorConfig, PodSample, ResourceTarget, Tolerances};

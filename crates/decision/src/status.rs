@@ -133,8 +133,8 @@ fn condition_eq(
 /// (which the API server would never return) falls back to comparing the text.
 pub fn quantity_semantic_eq(a: &Quantity, b: &Quantity) -> bool {
     match (
-        hpa_metrics::Quantity::from_k8s(a),
-        hpa_metrics::Quantity::from_k8s(b),
+        hpa_quantity::Quantity::from_k8s(a),
+        hpa_quantity::Quantity::from_k8s(b),
     ) {
         (Ok(x), Ok(y)) => x == y,
         _ => a.0 == b.0,

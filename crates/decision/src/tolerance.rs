@@ -29,7 +29,7 @@ pub struct ToleranceError {
     pub value: String,
     /// The parse error.
     #[source]
-    pub source: hpa_metrics::QuantityError,
+    pub source: hpa_quantity::QuantityError,
 }
 
 /// Upstream `tolerancesForHpa`: the flag tolerance for both directions, overridden per
@@ -52,7 +52,7 @@ pub fn tolerances_for_hpa(
     };
     let read = |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 direction: &'static str| {
-        hpa_metrics::Quantity::from_k8s(q)
+        hpa_quantity::Quantity::from_k8s(q)
             .map(|q| q.as_approximate_f64())
             .map_err(|source| ToleranceError {
                 direction,

@@ -19,7 +19,7 @@ pub struct TimestampedRecommendation {
 }
 
 /// `now - d`, saturating at the smallest timestamp (Go's `now.Add(-d)`).
-pub(crate) fn minus(now: Timestamp, d: SignedDuration) -> Timestamp {
+pub fn minus(now: Timestamp, d: SignedDuration) -> Timestamp {
     now.checked_sub(d).unwrap_or(Timestamp::MIN)
 }
 

@@ -26,7 +26,7 @@ use crate::conditions::{
 };
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
-use crate::monitor::{ActionLabel, ErrorLabel};
+use crate::labels::{ActionLabel, ErrorLabel};
 use crate::normalize::Normalization;
 use crate::state::HpaState;
 use crate::status::{
@@ -109,7 +109,7 @@ pub struct MetricProposal {
     /// The metric's timestamp (`None` is Go's zero time).
     pub timestamp: Option<Timestamp>,
     /// How the calculator reached the count (usage ratio, pods counted, values read).
-    pub detail: Option<hpa_replica_calculator::CalculationDetail>,
+    pub detail: Option<crate::calculation::CalculationDetail>,
 }
 
 /// One metric's failure.

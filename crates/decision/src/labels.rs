@@ -1,0 +1,56 @@
+//! The `action` and `error` labels of the controller's metrics: upstream `ActionLabel` and
+//! `ErrorLabel` in `pkg/controller/podautoscaler/monitor/monitor.go`. A decision says which
+//! applies; the controller's Prometheus metrics (`hpa_horizontal::monitor`) carry them.
+
+/// The `action` label (upstream `ActionLabel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionLabel {
+    /// `scale_up`.
+    ScaleUp,
+    /// `scale_down`.
+    ScaleDown,
+    /// `none`.
+    None,
+}
+
+impl ActionLabel {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionLabel::ScaleUp => "scale_up",
+            ActionLabel::ScaleDown => "scale_down",
+            ActionLabel::None => "none",
+        }
+    }
+
+    /// The action for a proposal compared with a baseline: up if greater, down if lower.
+    pub fn compare(proposal: i32, baseline: i32) -> Self {
+        match proposal.cmp(&baseline) {
+            std::cmp::Ordering::Greater => ActionLabel::ScaleUp,
+            std::cmp::Ordering::Less => ActionLabel::ScaleDown,
+            std::cmp::Ordering::Equal => ActionLabel::None,
+        }
+    }
+}
+
+/// The `error` label (upstream `ErrorLabel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorLabel {
+    /// `spec`: an invalid HPA spec.
+    Spec,
+    /// `internal`: any other error.
+    Internal,
+    /// `none`.
+    None,
+}
+
+impl ErrorLabel {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorLabel::Spec => "spec",
+            ErrorLabel::Internal => "internal",
+            ErrorLabel::None => "none",
+        }
+    }
+}
