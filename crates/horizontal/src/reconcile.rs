@@ -71,7 +71,7 @@ pub struct MetricComputer<'a> {
     /// The calculator the proposals come from.
     pub calculator: &'a ReplicaCalculator,
     /// How `%+v` of a `*LabelSelector` prints in External metric names.
-    pub selector_style: crate::gofmt::SelectorStyle,
+    pub selector_style: hpa_decision::gofmt::SelectorStyle,
 }
 
 fn milli(q: &Quantity) -> i64 {
