@@ -7,7 +7,9 @@
 //! or another scenario) and prints one line per decision; `generate` writes a simulated
 //! cluster of many HPAs as a scenario and `bench` runs the controller against one, counting
 //! requests at the server (`docs/benchmarks.md`); `simulate` runs the controller's decision
-//! code over a simulated workload and load timeline (`docs/simulate-format.md`).
+//! code over a simulated workload and load timeline (`docs/simulate-format.md`); `record`
+//! samples a live namespace into a scenario whose expectations are the live controller's
+//! decisions.
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
