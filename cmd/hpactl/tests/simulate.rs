@@ -119,3 +119,31 @@ fn bad_file_exits_two_naming_file_line_and_key() {
     assert!(!dir.join("out").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// README's chart is what `hpactl simulate docs/examples/simulate.yaml` draws today.
+#[test]
+fn committed_example_chart_is_current() {
+    let dir = out_dir("chart");
+    let out = Command::new(env!("CARGO_BIN_EXE_hpactl"))
+        .current_dir(repo())
+        .args(["simulate", "docs/examples/simulate.yaml", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap_or_else(|e| panic!("running hpactl: {e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let drawn = std::fs::read_to_string(dir.join("simulation.svg"))
+        .unwrap_or_else(|e| panic!("reading the SVG: {e}"));
+    let committed = std::fs::read_to_string(repo().join("docs/examples/simulate.svg"))
+        .unwrap_or_else(|e| panic!("reading docs/examples/simulate.svg: {e}"));
+    assert!(
+        drawn == committed,
+        "docs/examples/simulate.svg is stale: regenerate it with \
+         `hpactl simulate docs/examples/simulate.yaml -o DIR` and copy DIR/simulation.svg"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
