@@ -10,6 +10,11 @@ use std::process::ExitCode;
 use hpa_config::{FlagError, Options};
 use kube_hpa_controller::app::{self, Outcome};
 
+/// mimalloc rather than glibc's malloc: at 10,000 HPAs the process's resident memory is about
+/// 70 MiB lower for the same live heap, and allocation costs less CPU (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let parsed = match Options::parse_args(std::env::args_os()) {
         Ok(p) => p,

@@ -74,6 +74,10 @@ pub struct ControllerConfig {
     pub scale_target_cache: bool,
     /// `--metrics-batch-window`: zero fetches pod metrics per HPA.
     pub metrics_batch_window: Duration,
+    /// Keep each HPA's last [`Decision`] for [`HorizontalController::last_decision`] (the
+    /// embedded demo's view). Off in the binary, which explains itself through the decision
+    /// traces: one `Decision` per HPA is memory 10,000 HPAs need not pay.
+    pub keep_last_decisions: bool,
 }
 
 impl ControllerConfig {
@@ -86,6 +90,7 @@ impl ControllerConfig {
             shadow: options.shadow.shadow,
             scale_target_cache: options.cost.scale_target_cache,
             metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
+            keep_last_decisions: false,
         }
     }
 
@@ -388,7 +393,8 @@ impl HorizontalController {
         self.inner.config.shadow
     }
 
-    /// The decision of the last reconcile of `key` that got as far as the scale.
+    /// The decision of the last reconcile of `key` that got as far as the scale (kept only
+    /// with [`ControllerConfig::keep_last_decisions`]).
     pub fn last_decision(&self, key: &str) -> Option<Decision> {
         self.inner.last_decisions.get(key).map(|d| d.clone())
     }

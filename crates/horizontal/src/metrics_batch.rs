@@ -142,35 +142,60 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
 #[derive(Debug)]
 struct KeptPodMetrics {
     name: Box<str>,
-    labels: Box<[(Box<str>, Box<str>)]>,
+    /// Kept only for a pod the pod cache did not hold when the list came (an orphan, selected
+    /// by these labels); the others are selected through the cache.
+    labels: Option<Labels>,
     timestamp: Option<Time>,
-    window: Option<Box<str>>,
-    containers: Box<[(Box<str>, Usage)]>,
+    window: Option<Arc<str>>,
+    containers: Box<[(Arc<str>, Usage)]>,
 }
 
+/// A pod's labels, as key-value pairs.
+type Labels = Box<[(Box<str>, Box<str>)]>;
+
 /// One container's usage by resource.
-type Usage = Box<[(Box<str>, Quantity)]>;
+type Usage = Box<[(Arc<str>, Quantity)]>;
+
+/// One shared copy of the strings a namespace's PodMetrics repeat (windows, container and
+/// resource names).
+#[derive(Default)]
+struct Interner(HashMap<String, Arc<str>>);
+
+impl Interner {
+    fn intern(&mut self, s: String) -> Arc<str> {
+        if let Some(shared) = self.0.get(&s) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = s.as_str().into();
+        self.0.insert(s, shared.clone());
+        shared
+    }
+}
 
 impl KeptPodMetrics {
-    fn of(m: PodMetrics) -> Self {
+    fn of(m: PodMetrics, orphan: bool, strings: &mut Interner) -> Self {
         KeptPodMetrics {
             name: m.metadata.name.unwrap_or_default().into(),
-            labels: m
-                .metadata
-                .labels
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
+            labels: orphan.then(|| {
+                m.metadata
+                    .labels
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect()
+            }),
             timestamp: m.timestamp,
-            window: m.window.map(Into::into),
+            window: m.window.map(|w| strings.intern(w)),
             containers: m
                 .containers
                 .into_iter()
                 .map(|c| {
                     (
-                        c.name.into(),
-                        c.usage.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+                        strings.intern(c.name),
+                        c.usage
+                            .into_iter()
+                            .map(|(k, v)| (strings.intern(k), v))
+                            .collect(),
                     )
                 })
                 .collect(),
@@ -180,6 +205,7 @@ impl KeptPodMetrics {
     fn label(&self, key: &str) -> Option<&str> {
         self.labels
             .iter()
+            .flatten()
             .find(|(k, _)| k.as_ref() == key)
             .map(|(_, v)| v.as_ref())
     }
@@ -208,13 +234,41 @@ impl KeptPodMetrics {
     }
 }
 
-/// One namespace's PodMetrics as a window keeps them: by pod name, and the names of those
-/// whose pod the cache did not hold when they were listed (selected by their own labels, as
-/// metrics-server copies them from its pods).
+/// One namespace's PodMetrics as a window keeps them: sorted by pod name, one per name (the
+/// last listed, as a map by name would keep), with the labels of those whose pod the cache
+/// did not hold when they were listed (selected by their own labels, as metrics-server copies
+/// them from its pods).
 #[derive(Debug)]
 struct NamespacePodMetrics {
-    by_name: HashMap<Box<str>, KeptPodMetrics>,
-    orphans: Vec<Box<str>>,
+    pods: Box<[KeptPodMetrics]>,
+}
+
+impl NamespacePodMetrics {
+    fn new(mut pods: Vec<KeptPodMetrics>) -> Self {
+        // Stable, so that of equal names the last listed comes last and is the one kept.
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut kept: Vec<KeptPodMetrics> = Vec::with_capacity(pods.len());
+        for m in pods {
+            match kept.last_mut() {
+                Some(last) if last.name == m.name => *last = m,
+                _ => kept.push(m),
+            }
+        }
+        NamespacePodMetrics {
+            pods: kept.into_boxed_slice(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&KeptPodMetrics> {
+        self.pods
+            .binary_search_by(|m| m.name.as_ref().cmp(name))
+            .ok()
+            .map(|i| &self.pods[i])
+    }
+
+    fn orphans(&self) -> impl Iterator<Item = &KeptPodMetrics> {
+        self.pods.iter().filter(|m| m.labels.is_some())
+    }
 }
 
 /// A [`MetricsClient`] that batches pod metrics per namespace and window over `inner`.
@@ -279,18 +333,18 @@ impl MetricsClient for BatchedMetricsClient {
                         .list_namespace_pod_metrics(namespace)
                         .await?
                         .map(|items| {
-                            let mut orphans = Vec::new();
-                            let by_name = items
+                            let mut strings = Interner::default();
+                            let pods = items
                                 .into_iter()
                                 .map(|m| {
-                                    let kept = KeptPodMetrics::of(m);
-                                    if !self.pods.contains(namespace, &kept.name) {
-                                        orphans.push(kept.name.clone());
-                                    }
-                                    (kept.name.clone(), kept)
+                                    let orphan = !self.pods.contains(
+                                        namespace,
+                                        m.metadata.name.as_deref().unwrap_or_default(),
+                                    );
+                                    KeptPodMetrics::of(m, orphan, &mut strings)
                                 })
                                 .collect();
-                            NamespacePodMetrics { by_name, orphans }
+                            NamespacePodMetrics::new(pods)
                         }))
                 },
             )
@@ -307,11 +361,9 @@ impl MetricsClient for BatchedMetricsClient {
             .pods
             .matching_names(namespace, selector)
             .iter()
-            .filter_map(|name| list.by_name.get(name.as_str()))
+            .filter_map(|name| list.get(name.as_str()))
             .chain(
-                list.orphans
-                    .iter()
-                    .filter_map(|name| list.by_name.get(name))
+                list.orphans()
                     .filter(|m| selector.matches_lookup(|k| m.label(k))),
             )
             .collect();

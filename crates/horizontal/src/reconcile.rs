@@ -304,7 +304,9 @@ impl Inner {
             },
             metrics,
         );
-        self.last_decisions.insert(key.to_owned(), decision.clone());
+        if self.config.keep_last_decisions {
+            self.last_decisions.insert(key.to_owned(), decision.clone());
+        }
         // Events emitted while computing (selector, per-metric failures).
         for e in &decision.events {
             self.record_event(&hpa, e);

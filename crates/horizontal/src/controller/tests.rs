@@ -160,7 +160,10 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
         metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
         available_apis: None,
         scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig::from_options(&options),
+        config: ControllerConfig {
+            keep_last_decisions: true,
+            ..ControllerConfig::from_options(&options)
+        },
         clock: Arc::new(clock),
         registry: registry.clone(),
         workqueue_metrics: None,
@@ -248,7 +251,10 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
         metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
         available_apis: None,
         scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig::from_options(&options),
+        config: ControllerConfig {
+            keep_last_decisions: true,
+            ..ControllerConfig::from_options(&options)
+        },
         clock: Arc::new(clock),
         registry: prometheus::Registry::new(),
         workqueue_metrics: None,
