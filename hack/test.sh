@@ -24,8 +24,7 @@ fi
 echo "== cargo test --workspace"
 cargo test --workspace
 
+# `cargo test` above replays every scenario in-process with the scale-target cache on and
+# off (crates/fixtures/tests/scenarios.rs); this runs them once more through the CLI.
 echo "== hpactl replay test-fixtures/scenarios (--scale-target-cache: the default, true)"
 cargo run -q -p hpactl -- replay test-fixtures/scenarios
-
-echo "== hpactl replay --scale-target-cache=false test-fixtures/scenarios"
-cargo run -q -p hpactl -- replay --scale-target-cache=false test-fixtures/scenarios

@@ -388,7 +388,14 @@ async fn fresh(args: &ExplainArgs, key: &str) -> Result<DecisionTrace, ExplainEr
     );
     let scale =
         hpa_horizontal::scale_client::KubeScaleClient::with_rest_mapper(client.clone(), mapper);
-    let controller_config = ControllerConfig::from_options(&parsed.options);
+    // The version the controller would behave as against this cluster.
+    let resolved = hpa_horizontal::controller::resolve_version(&parsed.options, &client)
+        .await
+        .map_err(ExplainError::Config)?;
+    let (mut controller_config, _) =
+        ControllerConfig::at_version(&parsed.options, resolved.version)
+            .map_err(|e| ExplainError::Usage(format!("controller flags: --feature-gates: {e}")))?;
+    controller_config.server_before_1_37 = resolved.server_before_1_37;
     if !controller_config.shadow {
         return Err(ExplainError::Usage(
             "controller flags: --shadow=false is not allowed here (explain writes nothing)"

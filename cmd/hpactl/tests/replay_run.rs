@@ -61,3 +61,19 @@ fn invalid_flags_exit_two_naming_the_file_and_key() {
     assert!(err.contains("horizontal-pod-autoscaler-tolerance"), "{err}");
     assert_eq!(stdout(&out), "");
 }
+
+#[test]
+fn a_gate_locked_at_the_servers_version_exits_two() {
+    // serverVersion 1.37 makes the controller 1.37, where HPAConfigurableTolerance is locked on.
+    let file = manifest_dir().join("tests/data/run/tolerance-locked-on-1-37-server.yaml");
+    let out = hpactl(&[Path::new("replay"), &file]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "{}: flags: --feature-gates: cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true\n",
+            file.display()
+        )
+    );
+}

@@ -16,11 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_config::options::DEFAULT_LEASE_NAME;
-use hpa_config::{Options, SystemClock};
-use hpa_horizontal::controller::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_config::{KubeVersion, Options, SystemClock};
+use hpa_horizontal::controller::{
+    ControllerConfig, ControllerParts, HorizontalController, resolve_version,
+};
 use hpa_horizontal::scale_client::KubeScaleClient;
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
-use hpa_workqueue::WorkqueueMetrics;
+use hpa_workqueue::{Stability, WorkqueueMetrics};
 use prometheus::Registry;
 use tokio::sync::watch;
 
@@ -68,6 +70,10 @@ pub enum AppError {
     /// `WaitForAPIServer`).
     #[error("failed to wait for apiserver being healthy: {0}")]
     ApiServer(String),
+    /// The version to behave as could not be chosen (`/version` unreadable), or the feature
+    /// gates are not valid at that version (component-base's words).
+    #[error("{0}")]
+    Version(String),
 }
 
 /// How long the lease release at shutdown may take: the whole shutdown stays within two
@@ -236,7 +242,35 @@ pub async fn run(
         return Ok(Outcome::Stopped);
     }
 
-    let controller = build_controller(&options, &clients, &registry)?;
+    let resolved = resolve_version(&options, &clients.hpa)
+        .await
+        .map_err(AppError::Version)?;
+    let version = resolved.version;
+    if let Some(warning) = &resolved.warning {
+        tracing::warn!("{warning}");
+    }
+    let (mut config, gate_warnings) = ControllerConfig::at_version(&options, version)
+        .map_err(|e| AppError::Version(format!("--feature-gates: {e}")))?;
+    config.server_before_1_37 = resolved.server_before_1_37;
+    if resolved.server_before_1_37 && version.at_least(KubeVersion::V1_37) {
+        tracing::warn!(
+            "behaving as {version} against an API server older than 1.37: status.observedGeneration and the conditions' observedGeneration are not written"
+        );
+    }
+    for warning in gate_warnings {
+        tracing::warn!("{warning}");
+    }
+    tracing::info!(
+        version = %version,
+        source = if options.emulated_version().is_some() { "--emulated-version" } else { "the API server's /version" },
+        "behaving as the HPA controller of kube-controller-manager {version}"
+    );
+    let stability = if version.at_least(KubeVersion::V1_36) {
+        Stability::Beta
+    } else {
+        Stability::Alpha
+    };
+    let controller = build_controller(config, &clients, &registry, stability)?;
     debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 
@@ -322,9 +356,10 @@ pub async fn run(
 /// the scale subresource through the scale client, each metrics API through its own, the
 /// informers through theirs.
 fn build_controller(
-    options: &Options,
+    config: ControllerConfig,
     clients: &Clients,
     registry: &Registry,
+    workqueue_stability: Stability,
 ) -> Result<HorizontalController, AppError> {
     let available_apis = AvailableApis::new();
     // KCM's one deferred discovery RESTMapper (reset every 30 s), shared by the scale and
@@ -342,10 +377,13 @@ fn build_controller(
             metrics_client: Arc::new(metrics_client),
             available_apis: Some(available_apis),
             scale_client: Some(Arc::new(scale_client)),
-            config: ControllerConfig::from_options(options),
+            config,
             clock: Arc::new(SystemClock),
             registry: registry.clone(),
-            workqueue_metrics: Some(WorkqueueMetrics::register(registry)?),
+            workqueue_metrics: Some(WorkqueueMetrics::register_with(
+                registry,
+                workqueue_stability,
+            )?),
             log_emissions: false,
         },
         Some(clients.informers.clone()),

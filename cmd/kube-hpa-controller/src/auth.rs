@@ -300,7 +300,7 @@ impl DelegatingAuth {
         }
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.clone()),
+                token: token.clone(),
                 audiences: None,
             },
             ..TokenReview::default()

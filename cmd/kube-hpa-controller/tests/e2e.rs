@@ -218,12 +218,16 @@ struct Fixture {
 
 impl Fixture {
     async fn start(dir: &Scratch) -> Fixture {
+        Fixture::start_scenario(dir, Path::new(SCENARIO)).await
+    }
+
+    async fn start_scenario(dir: &Scratch, scenario: &Path) -> Fixture {
         let kubeconfig = dir.path("kubeconfig");
         let mut cmd = Command::new(hpactl());
         // No NO_COLOR: the server must itself write no colour codes to a file.
         cmd.env_remove("NO_COLOR");
         cmd.arg("serve")
-            .arg(SCENARIO)
+            .arg(scenario)
             .args(["--addr", "127.0.0.1:0", "--kubeconfig-out"])
             .arg(&kubeconfig);
         let mut server = Proc::spawn("hpactl serve", cmd, dir.path("hpactl.log"));
@@ -611,6 +615,63 @@ async fn scales_the_target_serves_metrics_and_stops_on_sigterm() {
             && line.ends_with(RESCALE_MESSAGE)
     });
     assert!(found, "the SuccessfulRescale event is not shown:\n{text}");
+}
+
+/// Without `--emulated-version` the binary behaves as the version the API server's `/version`
+/// reports: against a 1.35 server as 1.35 (no observedGeneration, `[ALPHA]` workqueue
+/// metrics), against a 1.37 server (the same scenario with `serverVersion: "1.37"`) as 1.37
+/// (status and condition observedGeneration from the generation the server keeps, `[BETA]`
+/// workqueue and reconcile metrics), and against a 1.40 server as 1.37 with a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behaves_as_the_api_servers_version() {
+    let base = std::fs::read_to_string(SCENARIO).unwrap();
+    for (server, behaves, observed, stability, warns) in [
+        ("1.35", "1.35", None, "[ALPHA]", false),
+        ("1.37", "1.37", Some(1), "[BETA]", false),
+        ("1.40", "1.37", Some(1), "[BETA]", true),
+    ] {
+        let dir = Scratch::new(&format!("version-{server}"));
+        let scenario = dir.path("scenario.yaml");
+        std::fs::write(&scenario, format!("serverVersion: \"{server}\"\n{base}")).unwrap();
+        let fixture = Fixture::start_scenario(&dir, &scenario).await;
+        let port = free_ports(1)[0];
+        let mut c = Controller::start("controller", &fixture, port, &dir);
+        eventually(
+            "the HPA status to show 4 desired replicas",
+            WAIT,
+            async || {
+                c.proc.assert_running();
+                let status = fixture.hpa().await.status?;
+                (status.desired_replicas == 4).then_some(())
+            },
+        )
+        .await;
+        let status = fixture.hpa().await.status.unwrap();
+        assert_eq!(status.observed_generation, observed, "server {server}");
+        for c in status.conditions.unwrap_or_default() {
+            assert_eq!(c.observed_generation, observed, "server {server}: {c:?}");
+        }
+        let body = c.metrics().await;
+        for name in [
+            "workqueue_depth",
+            "horizontal_pod_autoscaler_controller_reconciliations_total",
+        ] {
+            assert!(
+                body.contains(&format!("# HELP {name} {stability} ")),
+                "server {server}: {name}:\n{body}"
+            );
+        }
+        let log = c.proc.log();
+        assert!(
+            log.contains(&format!(
+                "behaving as the HPA controller of kube-controller-manager {behaves}"
+            )),
+            "server {server}:\n{log}"
+        );
+        assert_eq!(log.contains("newer than the versions"), warns, "{log}");
+        c.proc.sigterm();
+        c.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

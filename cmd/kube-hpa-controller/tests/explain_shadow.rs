@@ -258,7 +258,7 @@ async fn hpactl_explain_reads_the_running_controller_and_computes_afresh() {
         "{fresh}"
     );
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
-    let replicas = |d: Deployment| d.spec.and_then(|s| s.replicas);
+    let replicas = |d: Deployment| d.spec.replicas;
     assert_eq!(replicas(deployments.get("web").await.unwrap()), Some(2));
 
     let port = free_port();

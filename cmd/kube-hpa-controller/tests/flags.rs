@@ -47,6 +47,25 @@ fn bad_values_exit_2_with_one_line() {
             r#"Error: --controllers: "garbagecollector" is not in the list of known controllers"#,
         ),
         (&["--no-such-flag"], "Error: unknown flag: --no-such-flag"),
+        // Version selection (docs/versions.md): component-base's words.
+        (
+            &["--emulated-version=1.34"],
+            "Error: --emulated-version: emulation version 1.34 is not between [1.35, 1.37]",
+        ),
+        (
+            &[
+                "--emulated-version=1.37",
+                "--feature-gates=HPAConfigurableTolerance=false",
+            ],
+            "Error: --feature-gates: cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true",
+        ),
+        (
+            &[
+                "--emulated-version=1.35",
+                "--feature-gates=StaleControllerConsistencyHPA=true",
+            ],
+            "Error: --feature-gates: cannot set feature gate StaleControllerConsistencyHPA to true, feature is PreAlpha at emulated version 1.35",
+        ),
     ];
     for (args, want) in cases {
         let o = run(args);

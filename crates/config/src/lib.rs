@@ -16,7 +16,9 @@ pub mod feature_gates;
 pub mod hpa;
 pub mod options;
 pub mod strconv;
+pub mod version;
 
 pub use feature_gates::{Feature, FeatureGates};
 pub use hpa::HpaControllerConfiguration;
 pub use options::{FlagError, Options, Parsed};
+pub use version::KubeVersion;

@@ -21,6 +21,7 @@ use crate::duration::GoDuration;
 use crate::feature_gates::{Feature, FeatureGateError, FeatureGates};
 use crate::hpa::HpaControllerConfiguration;
 use crate::strconv::{StrconvError, parse_bool, parse_float, parse_int};
+use crate::version::KubeVersion;
 
 /// The controller's name in `--controllers`, as `names.HorizontalPodAutoscalerController`.
 pub const CONTROLLER_NAME: &str = "horizontal-pod-autoscaler-controller";
@@ -126,6 +127,18 @@ pub struct GenericFlags {
         default_value = "*"
     )]
     pub controllers: Vec<String>,
+    /// The versions different components emulate their capabilities (APIs, features, ...) of.
+    /// If set, the component will emulate the behavior of this version instead of the underlying binary version.
+    /// Version format could only be major.minor, for example: '--emulated-version=wardle=1.2,kube=1.31'. Options are:
+    /// kube=1.35..1.37 (default: the API server's version, read at start; older servers get 1.35, newer 1.37)
+    /// If the component is not specified, defaults to "kube"
+    #[arg(
+        verbatim_doc_comment,
+        long = "emulated-version",
+        value_name = "strings",
+        value_delimiter = ','
+    )]
+    pub emulated_version: Vec<String>,
     /// See the feature gate list below; filled in by [`Options::command`].
     #[arg(verbatim_doc_comment, long = "feature-gates", value_name = "mapStringBool", action = ArgAction::Append, value_parser = feature_gate_value)]
     pub feature_gates: Vec<FeatureGates>,
@@ -468,6 +481,15 @@ impl Options {
                 ));
             }
         }
+        match KubeVersion::from_flag(&self.generic.emulated_version) {
+            Err(e) => errs.push(format!("--emulated-version: {e}")),
+            Ok(Some(v)) => {
+                if let Err(e) = self.feature_gates().at_version(v) {
+                    errs.push(format!("--feature-gates: {e}"));
+                }
+            }
+            Ok(None) => {}
+        }
         if self.cost.metrics_batch_window.as_nanos() < 0 {
             errs.push(format!(
                 "--metrics-batch-window: must be zero or positive, got {}",
@@ -517,6 +539,23 @@ impl Options {
             gates.merge(g);
         }
         gates
+    }
+
+    /// The version `--emulated-version` names, if given (and valid: [`Options::validate`]
+    /// refuses a bad one).
+    pub fn emulated_version(&self) -> Option<KubeVersion> {
+        KubeVersion::from_flag(&self.generic.emulated_version)
+            .ok()
+            .flatten()
+    }
+
+    /// The effective feature gates at `version` (defaults and lock-ins of that version, then
+    /// every `--feature-gates`), with component-base's warnings to log.
+    pub fn feature_gates_at(
+        &self,
+        version: KubeVersion,
+    ) -> Result<(FeatureGates, Vec<String>), FeatureGateError> {
+        self.feature_gates().at_version(version)
     }
 
     /// Whether `feature` is on.
@@ -679,6 +718,40 @@ mod tests {
         assert!(o.hpa_controller_enabled());
         assert!(o.cost.scale_target_cache);
         assert_eq!(o.cost.metrics_batch_window, GoDuration::ZERO);
+    }
+
+    #[test]
+    fn emulated_version_flag() {
+        assert_eq!(parse(&[]).unwrap().options.emulated_version(), None);
+        let o = parse(&["--emulated-version=1.37"]).unwrap().options;
+        assert_eq!(o.emulated_version(), Some(KubeVersion::V1_37));
+        let (g, _) = o.feature_gates_at(KubeVersion::V1_37).unwrap();
+        assert!(g.enabled(Feature::HpaScaleToZero));
+        assert_eq!(
+            parse(&["--emulated-version=kube=1.36"])
+                .unwrap()
+                .options
+                .emulated_version(),
+            Some(KubeVersion::V1_36)
+        );
+        assert_eq!(
+            invalid(&["--emulated-version=1.34"]),
+            "--emulated-version: emulation version 1.34 is not between [1.35, 1.37]"
+        );
+        assert_eq!(
+            invalid(&[
+                "--emulated-version=1.37",
+                "--feature-gates=HPAConfigurableTolerance=false"
+            ]),
+            "--feature-gates: cannot set feature gate HPAConfigurableTolerance to false, feature is locked to true"
+        );
+        assert_eq!(
+            invalid(&[
+                "--emulated-version=1.36",
+                "--feature-gates=HPAGeneration=true"
+            ]),
+            "--feature-gates: cannot set feature gate HPAGeneration to true, feature is PreAlpha at emulated version 1.36"
+        );
     }
 
     #[test]
@@ -968,13 +1041,17 @@ mod tests {
             "--feature-gates",
             "-v, --v",
             "--logging-format",
-            "HPAConfigurableTolerance=true|false (BETA - default=true)",
-            "HPAScaleToZero=true|false (ALPHA - default=false)",
+            "--emulated-version",
+            "HPAGeneration=true|false (BETA - default=true)",
+            "HPAScaleToZero=true|false (BETA - default=true)",
             "PodLevelResources=true|false (BETA - default=true)",
+            "StaleControllerConsistencyHPA=true|false (BETA - default=true)",
             "The minimum change (from 1.0) in the desired-to-actual metrics ratio for the horizontal pod autoscaler to consider scaling.\n",
         ] {
             assert!(help.contains(flag), "{flag} missing from help");
         }
+        // GA gates are left out, as component-base's KnownFeatures leaves them out.
+        assert!(!help.contains("HPAConfigurableTolerance=true|false"));
     }
 
     #[test]

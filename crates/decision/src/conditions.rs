@@ -27,6 +27,8 @@ pub enum ConditionType {
     ScalingActive,
     /// `ScalingLimited`: was the desired count bound by a limit.
     ScalingLimited,
+    /// `ScaledToZero` (1.36+, kubernetes#135118): did this controller scale the target to zero.
+    ScaledToZero,
 }
 
 impl ConditionType {
@@ -36,6 +38,7 @@ impl ConditionType {
             ConditionType::AbleToScale => "AbleToScale",
             ConditionType::ScalingActive => "ScalingActive",
             ConditionType::ScalingLimited => "ScalingLimited",
+            ConditionType::ScaledToZero => "ScaledToZero",
         }
     }
 }
@@ -234,6 +237,11 @@ pub enum HpaCondition {
         /// The limit reported.
         reason: LimitReason,
     },
+    /// `ScaledToZero=True ScaledToZero` (1.36+): set after a successful rescale from above
+    /// zero to zero (with `minReplicas: 0` and an Object or External metric).
+    ScaledToZero,
+    /// `ScaledToZero=False NotScaledToZero` (1.36+): set after any other successful rescale.
+    NotScaledToZero,
     /// The degenerate condition upstream sets when `spec.metrics` is empty (spec §3.3
     /// step 7): empty type, status, reason and message.
     Empty,
@@ -256,6 +264,7 @@ impl HpaCondition {
             | FailedComputeMetric { .. }
             | ValidMetricFound { .. } => ConditionType::ScalingActive,
             ScalingLimited { .. } => ConditionType::ScalingLimited,
+            ScaledToZero | NotScaledToZero => ConditionType::ScaledToZero,
             Empty => return None,
         })
     }
@@ -272,6 +281,7 @@ impl HpaCondition {
             SucceededGetScale
             | Stabilization(_)
             | SucceededRescale { .. }
+            | ScaledToZero
             | ValidMetricFound { .. } => "True",
             ScalingLimited { limited: true, .. } => "True",
             ScalingLimited { limited: false, .. } => "False",
@@ -281,6 +291,7 @@ impl HpaCondition {
             | MissingSelector
             | InvalidSelector { .. }
             | AmbiguousSelector { .. }
+            | NotScaledToZero
             | FailedComputeMetric { .. } => "False",
             Empty => "",
         }
@@ -301,6 +312,8 @@ impl HpaCondition {
             FailedComputeMetric { reason, .. } => reason.as_str(),
             ValidMetricFound { .. } => "ValidMetricFound",
             ScalingLimited { reason, .. } => reason.as_str(),
+            ScaledToZero => "ScaledToZero",
+            NotScaledToZero => "NotScaledToZero",
             Empty => "",
         }
     }
@@ -340,6 +353,8 @@ impl HpaCondition {
                 &[GoArg::str(metric.as_str())],
             ),
             ScalingLimited { reason, .. } => reason.message().to_owned(),
+            ScaledToZero => "the HPA controller scaled the workload to zero".to_owned(),
+            NotScaledToZero => "the HPA controller did not scale the workload to zero".to_owned(),
             Empty => String::new(),
         }
     }
@@ -394,6 +409,25 @@ pub fn set_condition_in_list(
     existing.status = status.to_owned();
     existing.reason = Some(reason.to_owned());
     existing.message = Some(message);
+}
+
+/// [`set_condition`] as 1.37 does it with `HPAGeneration` (kubernetes#138653): the condition
+/// also records the HPA's `metadata.generation` it was set from (`Some`); `None` leaves the
+/// field as it was.
+pub fn set_condition_observed(
+    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
+    condition: &HpaCondition,
+    now: Timestamp,
+    observed_generation: Option<i64>,
+) {
+    set_condition(conditions, condition, now);
+    if let Some(generation) = observed_generation
+        && let Some(c) = conditions
+            .iter_mut()
+            .find(|c| c.type_ == condition.type_str())
+    {
+        c.observed_generation = Some(generation);
+    }
 }
 
 /// Upstream `setCondition` for one catalogue entry.

@@ -22,7 +22,7 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition,
+    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition_observed,
 };
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
@@ -44,21 +44,49 @@ pub const REASON_ALL_METRICS_BELOW: &str = "All metrics below target";
 /// The branch of `reconcileAutoscaler` step 10 (first match wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Branch {
-    /// a. `current == 0 && minReplicas != 0`: autoscaling disabled, nothing written.
+    /// a. `current == 0` and the version's rule does not allow scaling from zero
+    /// ([`ZeroReplicas`]; 1.35: `minReplicas != 0`): autoscaling disabled, nothing written.
     ScalingDisabled,
     /// b. `current > maxReplicas`: scale to max without metrics.
     AboveMax,
     /// c. `current < minReplicas`: scale to min without metrics.
     BelowMin,
-    /// d. compute from metrics (includes `current == 0 && minReplicas == 0`).
+    /// d. compute from metrics (includes `current == 0` when [`ZeroReplicas`] allows it).
     FromMetrics,
 }
 
 impl Branch {
-    /// Pick the branch.
+    /// Pick the branch as 1.35 does (a target at zero is scaled only when `minReplicas` is 0).
     pub fn classify(current: i32, min_replicas: i32, max_replicas: i32) -> Self {
-        if current == 0 && min_replicas != 0 {
+        Branch::classify_zero(current, min_replicas, max_replicas, min_replicas == 0)
+    }
+
+    /// Pick the branch for `hpa` under `config`'s rule for targets at zero.
+    pub fn for_hpa(hpa: &HorizontalPodAutoscaler, current: i32, config: &DecisionConfig) -> Self {
+        let min = min_replicas(hpa);
+        let allow_from_zero = match config.zero_replicas {
+            ZeroReplicas::MinReplicasZero => min == 0,
+            ZeroReplicas::ScaledToZeroCondition { gate } => {
+                // `shouldComputeMetricsForZeroReplicas`: the condition counts only with the
+                // gate on; from zero with minReplicas 0 needs an Object or External metric.
+                let scaled_to_zero = gate && scaled_to_zero_condition(hpa);
+                // (min != 0 && scaledToZero) || (scaledToZero && hasObjectOrExternal)
+                scaled_to_zero && (min != 0 || has_object_or_external_metrics(hpa))
+            }
+        };
+        Branch::classify_zero(current, min, max_replicas(hpa), allow_from_zero)
+    }
+
+    fn classify_zero(
+        current: i32,
+        min_replicas: i32,
+        max_replicas: i32,
+        allow_from_zero: bool,
+    ) -> Self {
+        if current == 0 && !allow_from_zero {
             Branch::ScalingDisabled
+        } else if current == 0 {
+            Branch::FromMetrics
         } else if current > max_replicas {
             Branch::AboveMax
         } else if current < min_replicas {
@@ -74,24 +102,43 @@ impl Branch {
     }
 }
 
+/// Whether `spec.metrics` has an Object or External metric (`hasObjectOrExternalMetrics`).
+pub fn has_object_or_external_metrics(hpa: &HorizontalPodAutoscaler) -> bool {
+    hpa.spec
+        .metrics
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|m| m.type_ == "Object" || m.type_ == "External")
+}
+
+/// Whether the HPA's `ScaledToZero` condition is `True` (`getScaledToZeroConditionStatus`).
+pub fn scaled_to_zero_condition(hpa: &HorizontalPodAutoscaler) -> bool {
+    hpa.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .find(|c| c.type_ == "ScaledToZero")
+        .is_some_and(|c| c.status == "True")
+}
+
 /// `spec.minReplicas`, 1 when unset.
 pub fn min_replicas(hpa: &HorizontalPodAutoscaler) -> i32 {
-    hpa.spec.as_ref().and_then(|s| s.min_replicas).unwrap_or(1)
+    hpa.spec.min_replicas.unwrap_or(1)
 }
 
 /// `spec.maxReplicas`.
 pub fn max_replicas(hpa: &HorizontalPodAutoscaler) -> i32 {
-    hpa.spec.as_ref().map_or(0, |s| s.max_replicas)
+    hpa.spec.max_replicas
 }
 
 /// The `reference` used in error texts and logs: `kind/namespace/name` of the target.
 pub fn scale_target_reference(hpa: &HorizontalPodAutoscaler) -> String {
-    let (kind, name) = hpa.spec.as_ref().map_or(("", ""), |s| {
-        (
-            s.scale_target_ref.kind.as_str(),
-            s.scale_target_ref.name.as_str(),
-        )
-    });
+    let (kind, name) = (
+        hpa.spec.scale_target_ref.kind.as_str(),
+        hpa.spec.scale_target_ref.name.as_str(),
+    );
     let ns = hpa.metadata.namespace.as_deref().unwrap_or("");
     sprintf(
         "%s/%s/%s",
@@ -354,14 +401,37 @@ impl MetricsOutcome {
 pub struct DecisionConfig {
     /// `--horizontal-pod-autoscaler-downscale-stabilization` (5m by default).
     pub downscale_stabilization_window: SignedDuration,
+    /// When a target at zero replicas is autoscaled.
+    pub zero_replicas: ZeroReplicas,
+    /// `HPAGeneration` (1.37, kubernetes#138228, #138653): `status.observedGeneration` and
+    /// each condition set in a reconcile record the HPA's `metadata.generation`.
+    pub observed_generation: bool,
 }
 
 impl Default for DecisionConfig {
     fn default() -> Self {
         DecisionConfig {
             downscale_stabilization_window: SignedDuration::from_mins(5),
+            zero_replicas: ZeroReplicas::MinReplicasZero,
+            observed_generation: false,
         }
     }
+}
+
+/// When a target whose `spec.replicas` is 0 is autoscaled (otherwise `ScalingActive=False
+/// ScalingDisabled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZeroReplicas {
+    /// Kubernetes 1.35: whenever `minReplicas` is 0.
+    MinReplicasZero,
+    /// Kubernetes 1.36 and later (kubernetes#135118): only when this controller scaled it to
+    /// zero, as its `ScaledToZero=True` condition shows (and, with `minReplicas: 0`, an
+    /// Object or External metric exists); `gate` is `HPAScaleToZero`, without which the
+    /// condition is neither read nor written.
+    ScaledToZeroCondition {
+        /// `HPAScaleToZero`.
+        gate: bool,
+    },
 }
 
 /// What one reconcile saw, after a successful scale GET.
@@ -424,6 +494,12 @@ pub struct Decision {
     pub conditions: Vec<HpaCondition>,
     /// The events emitted before the rescale step, in order.
     pub events: Vec<HpaEvent>,
+    /// 1.36+ with `HPAScaleToZero`: the `ScaledToZero` condition to set after a successful
+    /// rescale (`true`: `ScaledToZero`, `false`: `NotScaledToZero`).
+    pub scaled_to_zero_after_rescale: Option<bool>,
+    /// 1.37 with `HPAGeneration`: the HPA's `metadata.generation` (0 when absent), written as
+    /// `status.observedGeneration` and into every condition set.
+    pub observed_generation: Option<i64>,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
@@ -441,11 +517,11 @@ pub fn decide(
     let max = max_replicas(hpa);
     let behavior = hpa
         .spec
+        .behavior
         .as_ref()
-        .and_then(|s| s.behavior.as_ref())
         .map(|b| EffectiveBehavior::new(b, config.downscale_stabilization_window));
     state.record_initial_recommendation(input.key, current, input.now);
-    let branch = Branch::classify(current, min, max);
+    let branch = Branch::for_hpa(hpa, current, config);
     let mut d = Decision {
         key: input.key.to_owned(),
         reference: scale_target_reference(hpa),
@@ -471,6 +547,10 @@ pub fn decide(
         failure: None,
         conditions: vec![HpaCondition::SucceededGetScale],
         events: Vec::new(),
+        scaled_to_zero_after_rescale: None,
+        observed_generation: config
+            .observed_generation
+            .then(|| hpa.metadata.generation.unwrap_or(0)),
     };
     match branch {
         Branch::ScalingDisabled => {
@@ -533,10 +613,33 @@ pub fn decide(
             d.conditions.push(n.able_to_scale_condition());
             d.conditions.push(n.scaling_limited_condition());
             d.desired_replicas = n.desired;
-            d.rescale = n.desired != current;
+            // From zero because this controller scaled it there, minReplicas raised since:
+            // at least minReplicas (1.36+).
+            if let ZeroReplicas::ScaledToZeroCondition { gate: true } = config.zero_replicas
+                && current == 0
+                && min != 0
+                && scaled_to_zero_condition(hpa)
+                && d.desired_replicas < min
+            {
+                d.desired_replicas = min;
+                if d.rescale_reason.is_empty() {
+                    d.rescale_reason = REASON_BELOW_MIN.to_owned();
+                }
+            }
+            d.rescale = d.desired_replicas != current;
             d.normalization = Some(n);
             d.metrics = Some(m);
         }
+    }
+    if let ZeroReplicas::ScaledToZeroCondition { gate: true } = config.zero_replicas
+        && d.rescale
+    {
+        d.scaled_to_zero_after_rescale = Some(
+            current > 0
+                && d.desired_replicas == 0
+                && min == 0
+                && has_object_or_external_metrics(hpa),
+        );
     }
     d
 }
@@ -701,7 +804,7 @@ impl Decision {
         {
             let conditions = status.conditions.get_or_insert_with(Vec::new);
             for c in &self.conditions {
-                set_condition(conditions, c, now);
+                set_condition_observed(conditions, c, now, self.observed_generation);
             }
         }
         let mut events = self.events.clone();
@@ -729,12 +832,26 @@ impl Decision {
         let written = rescale == RescaleResult::Succeeded;
         let desired = match (self.rescale, rescale) {
             (true, RescaleResult::Succeeded | RescaleResult::Shadowed) => {
-                set_condition(
+                if let Some(zero) = self.scaled_to_zero_after_rescale {
+                    let c = if zero {
+                        HpaCondition::ScaledToZero
+                    } else {
+                        HpaCondition::NotScaledToZero
+                    };
+                    set_condition_observed(
+                        status.conditions.get_or_insert_with(Vec::new),
+                        &c,
+                        now,
+                        self.observed_generation,
+                    );
+                }
+                set_condition_observed(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::SucceededRescale {
                         replicas: self.desired_replicas,
                     },
                     now,
+                    self.observed_generation,
                 );
                 events.push(HpaEvent::SuccessfulRescale {
                     new_size: self.desired_replicas,
@@ -762,10 +879,11 @@ impl Decision {
                     reason: self.rescale_reason.clone(),
                     err: err.clone(),
                 });
-                set_condition(
+                set_condition_observed(
                     status.conditions.get_or_insert_with(Vec::new),
                     &HpaCondition::FailedUpdateScale { err: err.clone() },
                     now,
+                    self.observed_generation,
                 );
                 set_current_replicas_and_metrics_in_status(
                     &mut status,
@@ -807,6 +925,11 @@ impl Decision {
         error: Option<String>,
         action: ActionLabel,
     ) -> Outcome {
+        // Every path here went through setStatus, which 1.37 gives the generation.
+        let mut status = status;
+        if self.observed_generation.is_some() {
+            status.observed_generation = self.observed_generation;
+        }
         Outcome {
             status_changed: !status_semantically_equal(previous, &status),
             desired_replicas: status.desired_replicas,
@@ -934,7 +1057,7 @@ mod tests {
                 namespace: Some("default".into()),
                 ..Default::default()
             },
-            spec: Some(HorizontalPodAutoscalerSpec {
+            spec: HorizontalPodAutoscalerSpec {
                 min_replicas: min,
                 max_replicas: max,
                 scale_target_ref: CrossVersionObjectReference {
@@ -944,7 +1067,7 @@ mod tests {
                 },
                 behavior,
                 metrics: None,
-            }),
+            },
             status: None,
         }
     }
@@ -995,6 +1118,139 @@ mod tests {
         assert_eq!(Branch::classify(11, 1, 10), Branch::AboveMax);
         assert_eq!(Branch::classify(1, 2, 10), Branch::BelowMin);
         assert_eq!(Branch::classify(5, 2, 10), Branch::FromMetrics);
+    }
+
+    fn with_zero_state(
+        min: i32,
+        metric_type: &str,
+        scaled_to_zero: Option<&str>,
+    ) -> HorizontalPodAutoscaler {
+        let mut h = hpa(Some(min), 10, None);
+        h.spec.metrics = Some(vec![k8s_openapi::api::autoscaling::v2::MetricSpec {
+            type_: metric_type.into(),
+            ..Default::default()
+        }]);
+        h.status = scaled_to_zero.map(|st| HorizontalPodAutoscalerStatus {
+            conditions: Some(vec![
+                k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
+                    type_: "ScaledToZero".into(),
+                    status: st.into(),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        });
+        h
+    }
+
+    #[test]
+    fn zero_replicas_rules_per_version() {
+        let v135 = DecisionConfig::default();
+        let on = DecisionConfig {
+            zero_replicas: ZeroReplicas::ScaledToZeroCondition { gate: true },
+            ..DecisionConfig::default()
+        };
+        let off = DecisionConfig {
+            zero_replicas: ZeroReplicas::ScaledToZeroCondition { gate: false },
+            ..DecisionConfig::default()
+        };
+        let manual = with_zero_state(0, "External", None);
+        let ours = with_zero_state(0, "External", Some("True"));
+        let ours_cpu = with_zero_state(0, "Resource", Some("True"));
+        let ours_min = with_zero_state(2, "Resource", Some("True"));
+        let was_ours = with_zero_state(0, "Object", Some("False"));
+        // 1.35: minReplicas alone decides.
+        assert_eq!(Branch::for_hpa(&manual, 0, &v135), Branch::FromMetrics);
+        assert_eq!(
+            Branch::for_hpa(&ours_min, 0, &v135),
+            Branch::ScalingDisabled
+        );
+        // 1.36+: the condition decides, read only with the gate on.
+        assert_eq!(Branch::for_hpa(&manual, 0, &on), Branch::ScalingDisabled);
+        assert_eq!(Branch::for_hpa(&ours, 0, &on), Branch::FromMetrics);
+        assert_eq!(Branch::for_hpa(&ours, 0, &off), Branch::ScalingDisabled);
+        assert_eq!(Branch::for_hpa(&ours_cpu, 0, &on), Branch::ScalingDisabled);
+        assert_eq!(Branch::for_hpa(&ours_min, 0, &on), Branch::FromMetrics);
+        assert_eq!(Branch::for_hpa(&was_ours, 0, &on), Branch::ScalingDisabled);
+        // Above zero nothing changes.
+        assert_eq!(Branch::for_hpa(&manual, 3, &on), Branch::FromMetrics);
+    }
+
+    #[test]
+    fn scaled_to_zero_condition_after_a_rescale() {
+        let on = DecisionConfig {
+            downscale_stabilization_window: SignedDuration::ZERO,
+            zero_replicas: ZeroReplicas::ScaledToZeroCondition { gate: true },
+            observed_generation: false,
+        };
+        let h = with_zero_state(0, "External", None);
+        let state = HpaState::new();
+        let d = decide(
+            &state,
+            &on,
+            input(&h, 3),
+            Some(MetricsOutcome::from_results(3, vec![ok(0, "q")])),
+        );
+        assert_eq!(
+            (d.desired_replicas, d.scaled_to_zero_after_rescale),
+            (0, Some(true))
+        );
+        let out = d.complete(
+            &state,
+            &HorizontalPodAutoscalerStatus::default(),
+            RescaleResult::Succeeded,
+        );
+        let c = out
+            .status
+            .conditions
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "ScaledToZero")
+            .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()),
+            (
+                "True",
+                Some("ScaledToZero"),
+                Some("the HPA controller scaled the workload to zero")
+            )
+        );
+        // A failed scale write sets no ScaledToZero condition.
+        let out = d.complete(
+            &state,
+            &HorizontalPodAutoscalerStatus::default(),
+            RescaleResult::Failed("boom".into()),
+        );
+        assert!(
+            !out.status
+                .conditions
+                .unwrap()
+                .iter()
+                .any(|c| c.type_ == "ScaledToZero")
+        );
+        // Any other rescale: False/NotScaledToZero; no rescale, no condition.
+        let d = decide(
+            &state,
+            &on,
+            input(&h, 3),
+            Some(MetricsOutcome::from_results(3, vec![ok(5, "q")])),
+        );
+        assert_eq!(d.scaled_to_zero_after_rescale, Some(false));
+        let d = decide(
+            &state,
+            &on,
+            input(&h, 5),
+            Some(MetricsOutcome::from_results(5, vec![ok(5, "q")])),
+        );
+        assert_eq!((d.rescale, d.scaled_to_zero_after_rescale), (false, None));
+        // 1.35 never writes it.
+        let d = decide(
+            &HpaState::new(),
+            &DecisionConfig::default(),
+            input(&h, 3),
+            Some(MetricsOutcome::from_results(3, vec![ok(0, "q")])),
+        );
+        assert_eq!(d.scaled_to_zero_after_rescale, None);
     }
 
     #[test]
@@ -1316,6 +1572,7 @@ mod tests {
         let m = MetricsOutcome::from_results(2, vec![ok(0, "external metric q(nil)")]);
         let cfg = DecisionConfig {
             downscale_stabilization_window: SignedDuration::ZERO,
+            ..DecisionConfig::default()
         };
         let d = decide(&state, &cfg, input(&h, 2), Some(m));
         assert_eq!(

@@ -17,8 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 /// Upstream `setStatus`: replace the status wholesale. `currentReplicas`,
 /// `desiredReplicas` and `currentMetrics` are the given values; `lastScaleTime` is kept, or
 /// set to `now` when `rescale` (a scale update succeeded in this reconcile); the
-/// conditions are kept as mutated so far; `observedGeneration` is dropped (upstream never
-/// sets it).
+/// conditions are kept as mutated so far; `observedGeneration` is dropped (upstream sets it
+/// only from 1.37 with `HPAGeneration`, which the caller then writes over this).
 ///
 /// `currentReplicas == 0` is stored as absent, like Go's `omitempty`.
 pub fn set_status(
@@ -127,6 +127,7 @@ fn condition_eq(
         )
         && str_eq(a.reason.as_ref(), b.reason.as_ref())
         && str_eq(a.message.as_ref(), b.message.as_ref())
+        && a.observed_generation == b.observed_generation
 }
 
 /// `resource.Quantity` semantic equality: by value (`Cmp`). A quantity that does not parse

@@ -47,7 +47,7 @@ pub fn tolerances_for_hpa(
     if !configurable_tolerance {
         return Ok(t);
     }
-    let Some(behavior) = hpa.spec.as_ref().and_then(|s| s.behavior.as_ref()) else {
+    let Some(behavior) = hpa.spec.behavior.as_ref() else {
         return Ok(t);
     };
     let read = |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -94,13 +94,13 @@ mod tests {
             })
         };
         HorizontalPodAutoscaler {
-            spec: Some(HorizontalPodAutoscalerSpec {
+            spec: HorizontalPodAutoscalerSpec {
                 behavior: behavior.then(|| HorizontalPodAutoscalerBehavior {
                     scale_up: rules(up),
                     scale_down: rules(down),
                 }),
                 ..Default::default()
-            }),
+            },
             ..Default::default()
         }
     }

@@ -37,8 +37,10 @@ use crate::pod_projection::{PodInterners, PodProjection};
 pub trait HpaEventHandler: Send + Sync + 'static {
     /// An HPA appeared in the cache (`AddFunc`).
     fn on_add(&self, hpa: &HorizontalPodAutoscaler);
-    /// An HPA changed, or a resync re-delivered it (`UpdateFunc`).
-    fn on_update(&self, hpa: &HorizontalPodAutoscaler);
+    /// An HPA changed, or a resync re-delivered it (`UpdateFunc`); `old_generation` is the
+    /// cached object's `metadata.generation` before this event (the same object's on a
+    /// resync).
+    fn on_update(&self, old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler);
     /// An HPA left the cache (`DeleteFunc`); `key` is `namespace/name`.
     fn on_delete(&self, key: &str);
 }
@@ -371,7 +373,7 @@ pub async fn run_hpa_informer<S>(
             () = tick => {
                 // The handler's resync: every cached HPA, as it is now, to `UpdateFunc`.
                 for hpa in store.state() {
-                    handler.on_update(&hpa);
+                    handler.on_update(hpa.metadata.generation, &hpa);
                 }
                 continue;
             }
@@ -383,6 +385,12 @@ pub async fn run_hpa_informer<S>(
                 continue;
             }
         };
+        let old_generation = match &event {
+            watcher::Event::Apply(hpa) | watcher::Event::InitApply(hpa) => store
+                .get(&ObjectRef::from_obj(hpa))
+                .and_then(|old| old.metadata.generation),
+            _ => None,
+        };
         writer.apply_watcher_event(&event);
         match &event {
             watcher::Event::Apply(hpa) => {
@@ -390,7 +398,7 @@ pub async fn run_hpa_informer<S>(
                 if known.insert(key) {
                     handler.on_add(hpa);
                 } else {
-                    handler.on_update(hpa);
+                    handler.on_update(old_generation, hpa);
                 }
             }
             watcher::Event::Delete(hpa) => {
@@ -405,7 +413,7 @@ pub async fn run_hpa_informer<S>(
                 if known.insert(key) {
                     handler.on_add(hpa);
                 } else {
-                    handler.on_update(hpa);
+                    handler.on_update(old_generation, hpa);
                 }
             }
             watcher::Event::InitDone => {
@@ -576,7 +584,7 @@ mod tests {
                 .push(format!("add {}", object_key(hpa)));
             self.registered.lock().unwrap().insert(object_key(hpa));
         }
-        fn on_update(&self, hpa: &HorizontalPodAutoscaler) {
+        fn on_update(&self, _old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler) {
             self.calls
                 .lock()
                 .unwrap()

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration};
+use hpa_config::{Clock, Feature, FeatureGates, HpaControllerConfiguration, KubeVersion};
 use hpa_metrics::{AvailableApis, DeferredRestMapper, MetricsClient};
 use hpa_replica_calculator::{CalculatorConfig, ReadinessConfig, ReplicaCalculator};
 use hpa_workqueue::{
@@ -31,7 +31,7 @@ use crate::scale_client::{KubeScaleClient, ScaleClient};
 use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
-use hpa_decision::decision::{Decision, DecisionConfig};
+use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
 use hpa_decision::gofmt::SelectorStyle;
 use hpa_decision::state::HpaState;
 
@@ -78,26 +78,108 @@ pub struct ControllerConfig {
     /// embedded demo's view). Off in the binary, which explains itself through the decision
     /// traces: one `Decision` per HPA is memory 10,000 HPAs need not pay.
     pub keep_last_decisions: bool,
+    /// The API server is older than 1.37 (its HPAs have no generation, its types no
+    /// condition `observedGeneration`): 1.37's observedGeneration fields are not written even
+    /// when behaving as 1.37 (`--emulated-version` newer than the cluster).
+    pub server_before_1_37: bool,
 }
 
 impl ControllerConfig {
-    /// The configuration of a set of parsed flags.
+    /// The configuration of a set of parsed flags, behaving as `--emulated-version` if given,
+    /// else as 1.35 (the binary and the replay runner use [`ControllerConfig::at_version`]
+    /// with the version [`resolve_version`] finds).
     pub fn from_options(options: &hpa_config::Options) -> Self {
+        let version = options.emulated_version().unwrap_or_default();
+        let gates = options
+            .feature_gates_at(version)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|_| options.feature_gates());
         ControllerConfig {
             hpa: options.hpa_configuration(),
-            gates: options.feature_gates(),
+            gates,
             selector_style: SelectorStyle::default(),
             shadow: options.shadow.shadow,
             scale_target_cache: options.cost.scale_target_cache,
             metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
             keep_last_decisions: false,
+            server_before_1_37: false,
         }
+    }
+
+    /// The configuration of a set of parsed flags, behaving as `version`: its feature-gate
+    /// defaults and lock-ins (a locked gate set otherwise is refused in component-base's
+    /// words), with component-base's warnings to log.
+    pub fn at_version(
+        options: &hpa_config::Options,
+        version: KubeVersion,
+    ) -> Result<(Self, Vec<String>), hpa_config::feature_gates::FeatureGateError> {
+        let (gates, warnings) = options.feature_gates_at(version)?;
+        let mut config = ControllerConfig::from_options(options);
+        config.gates = gates;
+        Ok((config, warnings))
+    }
+
+    /// The Kubernetes version this controller behaves as.
+    pub fn version(&self) -> KubeVersion {
+        self.gates.version()
     }
 
     /// The sync period as a std duration.
     pub fn sync_period(&self) -> Duration {
         Duration::from_nanos(self.hpa.sync_period.as_nanos().max(0) as u64)
     }
+}
+
+/// The version to behave as, as [`resolve_version`] chose it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedVersion {
+    /// The version to behave as.
+    pub version: KubeVersion,
+    /// A warning to log: the server's version was clamped into 1.35..1.37.
+    pub warning: Option<String>,
+    /// The API server reported a version older than 1.37 (see
+    /// [`ControllerConfig::server_before_1_37`]).
+    pub server_before_1_37: bool,
+}
+
+/// The version to behave as: `--emulated-version` when given, else the API server's
+/// (`GET /version`) clamped into 1.35..1.37, with the warning to log when it was clamped.
+/// The server's version is read in both cases (with the flag, a failure only means it is not
+/// known).
+pub async fn resolve_version(
+    options: &hpa_config::Options,
+    client: &kube::Client,
+) -> Result<ResolvedVersion, String> {
+    let info = client.apiserver_version().await;
+    let before_1_37 = |major: &str, minor: &str| {
+        let digits = |s: &str| -> Option<u64> {
+            s.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        };
+        matches!((digits(major), digits(minor)), (Some(1), Some(m)) if m < 37)
+    };
+    if let Some(version) = options.emulated_version() {
+        return Ok(ResolvedVersion {
+            version,
+            warning: None,
+            server_before_1_37: info.as_ref().is_ok_and(|i| before_1_37(&i.major, &i.minor)),
+        });
+    }
+    let info = info.map_err(|e| {
+        format!(
+            "failed to read the API server's version (GET /version), needed to choose which kube-controller-manager version to behave as (or give --emulated-version): {}",
+            hpa_metrics::kube_error_message(&e)
+        )
+    })?;
+    let (version, warning) = KubeVersion::for_server(&info.major, &info.minor, &info.git_version);
+    Ok(ResolvedVersion {
+        version,
+        warning,
+        server_before_1_37: before_1_37(&info.major, &info.minor),
+    })
 }
 
 /// What [`HorizontalController::new`] needs.
@@ -161,6 +243,10 @@ pub(crate) struct Inner {
     pub(crate) queue: RateLimitingQueue<String>,
     available_apis: Option<AvailableApis>,
     pub(crate) last_decisions: DashMap<String, Decision>,
+    /// `StaleControllerConsistencyHPA` (1.37): per HPA key, the uid and resourceVersion of
+    /// this controller's last status write, which the informer must have seen before the HPA
+    /// is reconciled again.
+    pub(crate) written: DashMap<String, (String, u64)>,
     pub(crate) traces: Arc<TraceStore>,
     pub(crate) shadow: Arc<ShadowStore>,
     pub(crate) explain_metrics: ExplainMetrics,
@@ -182,12 +268,18 @@ impl std::fmt::Debug for HorizontalController {
 
 impl HpaEventHandler for Inner {
     fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
-        self.enqueue(hpa);
+        // 1.37 (kubernetes#138294): a new HPA is reconciled at once (`queue.Add`); before,
+        // one sync period later.
+        self.enqueue(hpa, self.config.version().at_least(KubeVersion::V1_37));
     }
 
-    fn on_update(&self, hpa: &HorizontalPodAutoscaler) {
-        // `updateHPA` enqueues unconditionally.
-        self.enqueue(hpa);
+    fn on_update(&self, old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler) {
+        // `updateHPA`: rate-limited, except in 1.37 with HPAGeneration when the spec changed
+        // (the generation moved), which is reconciled at once (kubernetes#138294).
+        let spec_changed = self.config.version().at_least(KubeVersion::V1_37)
+            && self.config.gates.enabled(Feature::HpaGeneration)
+            && old_generation != hpa.metadata.generation;
+        self.enqueue(hpa, spec_changed);
     }
 
     fn on_delete(&self, key: &str) {
@@ -201,10 +293,15 @@ impl HpaEventHandler for Inner {
 }
 
 impl Inner {
-    /// `enqueueHPA`: re-add in one sync period; register with the `Nothing` selector.
-    fn enqueue(&self, hpa: &HorizontalPodAutoscaler) {
+    /// `enqueueHPA`: re-add in one sync period (`now`: at once, `queue.Add`); register with
+    /// the `Nothing` selector.
+    fn enqueue(&self, hpa: &HorizontalPodAutoscaler, now: bool) {
         let key = object_key(hpa);
-        self.queue.add_rate_limited(key);
+        if now {
+            self.queue.add(key);
+        } else {
+            self.queue.add_rate_limited(key);
+        }
         let hpa_key = HpaKey::new(
             hpa.metadata.namespace.clone().unwrap_or_default(),
             hpa.metadata.name.clone().unwrap_or_default(),
@@ -229,7 +326,7 @@ impl HorizontalController {
         parts: ControllerParts,
         informer_client: Option<kube::Client>,
     ) -> Result<Self, ControllerError> {
-        let monitor = Monitor::register(&parts.registry)?;
+        let monitor = Monitor::register_at(&parts.registry, parts.config.version())?;
         let explain_metrics = ExplainMetrics::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
         let hpa = &parts.config.hpa;
@@ -239,6 +336,7 @@ impl HorizontalController {
                 delay_of_initial_readiness_status: go_to_std(hpa.initial_readiness_delay),
             },
             pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
+            object_metric_error_fixed: parts.config.version().at_least(KubeVersion::V1_37),
         };
         // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
         // window and shared; zero asks per HPA, as upstream.
@@ -267,6 +365,15 @@ impl HorizontalController {
             downscale_stabilization_window: jiff::SignedDuration::from_nanos(
                 hpa.downscale_stabilization_window.as_nanos(),
             ),
+            zero_replicas: if parts.config.version().at_least(KubeVersion::V1_36) {
+                ZeroReplicas::ScaledToZeroCondition {
+                    gate: parts.config.gates.enabled(Feature::HpaScaleToZero),
+                }
+            } else {
+                ZeroReplicas::MinReplicasZero
+            },
+            observed_generation: parts.config.gates.enabled(Feature::HpaGeneration)
+                && !parts.config.server_before_1_37,
         };
         let scale_client = parts.scale_client.unwrap_or_else(|| {
             Arc::new(KubeScaleClient::with_rest_mapper(
@@ -308,6 +415,7 @@ impl HorizontalController {
             queue,
             available_apis: parts.available_apis,
             last_decisions: DashMap::new(),
+            written: DashMap::new(),
             traces: Arc::new(TraceStore::new()),
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,

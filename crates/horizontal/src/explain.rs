@@ -121,10 +121,16 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
 
     s.push_str("\nWhat was measured\n");
     match trace.branch.as_str() {
+        "ScalingDisabled" if trace.min_replicas != 0 => {
+            let _ = writeln!(
+                s,
+                "  nothing: the target has 0 replicas and minReplicas is not 0 (from Kubernetes 1.36: and no ScaledToZero=True condition says this HPA scaled it there), so autoscaling is disabled"
+            );
+        }
         "ScalingDisabled" => {
             let _ = writeln!(
                 s,
-                "  nothing: the target has 0 replicas and minReplicas is not 0, so autoscaling is disabled"
+                "  nothing: the target has 0 replicas and, from Kubernetes 1.36, no ScaledToZero=True condition with an Object or External metric says this HPA scaled it there, so autoscaling is disabled"
             );
         }
         "AboveMax" => {

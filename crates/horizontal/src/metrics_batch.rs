@@ -482,6 +482,55 @@ mod tests {
         *v
     }
 
+    fn pod_metrics(name: &str, cpu: &str, app: &str) -> PodMetrics {
+        PodMetrics {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some([("app".to_owned(), app.to_owned())].into()),
+                ..Default::default()
+            },
+            timestamp: None,
+            window: Some("30s".to_owned()),
+            containers: vec![ContainerMetrics {
+                name: "main".to_owned(),
+                usage: [("cpu".to_owned(), Quantity(cpu.to_owned()))].into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_namespace_list_is_kept_by_name_with_labels_only_for_orphans() {
+        let mut strings = Interner::default();
+        let list = NamespacePodMetrics::new(vec![
+            KeptPodMetrics::of(pod_metrics("web-b", "100m", "web"), false, &mut strings),
+            KeptPodMetrics::of(pod_metrics("web-a", "200m", "web"), true, &mut strings),
+            // A second entry for a name: the last listed is kept, as a map by name keeps it.
+            KeptPodMetrics::of(pod_metrics("web-b", "300m", "web"), false, &mut strings),
+        ]);
+        let names: Vec<&str> = list.pods.iter().map(|m| m.name.as_ref()).collect();
+        assert_eq!(names, ["web-a", "web-b"]);
+        let b = list.get("web-b").unwrap().to_pod_metrics();
+        assert_eq!(b.containers[0].usage["cpu"], Quantity("300m".to_owned()));
+        assert_eq!(b.window.as_deref(), Some("30s"));
+        assert!(list.get("web-c").is_none());
+        // Only the orphan keeps its labels, and is the only one offered for label selection.
+        let orphans: Vec<&str> = list.orphans().map(|m| m.name.as_ref()).collect();
+        assert_eq!(orphans, ["web-a"]);
+        assert_eq!(list.get("web-a").unwrap().label("app"), Some("web"));
+        assert_eq!(list.get("web-b").unwrap().label("app"), None);
+        // Windows and container and resource names are one shared copy.
+        let (a, b) = (list.get("web-a").unwrap(), list.get("web-b").unwrap());
+        assert!(Arc::ptr_eq(
+            a.window.as_ref().unwrap(),
+            b.window.as_ref().unwrap()
+        ));
+        assert!(Arc::ptr_eq(&a.containers[0].0, &b.containers[0].0));
+        assert!(Arc::ptr_eq(
+            &a.containers[0].1[0].0,
+            &b.containers[0].1[0].0
+        ));
+    }
+
     #[tokio::test]
     async fn shared_until_three_quarters_of_the_window_then_refreshed_ahead() {
         let (b, clock, fetches) = (

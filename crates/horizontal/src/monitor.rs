@@ -2,9 +2,12 @@
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/monitor/metrics.go` and `monitor.go`
 //! (v1.35, with `num_horizontal_pod_autoscalers` and `desired_replicas`): subsystem
-//! `horizontal_pod_autoscaler_controller`, ALPHA stability (so every help text starts with
-//! `[ALPHA] `, as component-base adds it), the same labels and buckets. Metrics are
-//! registered into a caller-supplied [`prometheus::Registry`].
+//! `horizontal_pod_autoscaler_controller`, the same labels and buckets, and each metric's
+//! stability level, which component-base writes in front of its help text: every metric is
+//! `[ALPHA] ` in 1.35; from 1.36 `reconciliations_total`, `reconciliation_duration_seconds`,
+//! `metric_computation_total` and `metric_computation_duration_seconds` are `[BETA] `
+//! (kubernetes#136178) while the two gauges stay ALPHA. Metrics are registered into a
+//! caller-supplied [`prometheus::Registry`].
 //!
 //! Per-HPA series (`desired_replicas{namespace, hpa_name}`) are removed when the controller
 //! forgets a deleted HPA ([`Monitor::forget_hpa`], from the reconcile that finds the HPA gone,
@@ -15,6 +18,7 @@
 
 use std::time::Duration;
 
+use hpa_config::KubeVersion;
 use hpa_decision::labels::{ActionLabel, ErrorLabel};
 use prometheus::{
     CounterVec, Gauge, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry, exponential_buckets,
@@ -24,6 +28,7 @@ use prometheus::{
 pub const SUBSYSTEM: &str = "horizontal_pod_autoscaler_controller";
 
 const ALPHA: &str = "[ALPHA] ";
+const BETA: &str = "[BETA] ";
 
 const RECONCILIATIONS_HELP: &str = "Number of reconciliations of HPA controller. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
 const RECONCILIATION_DURATION_HELP: &str = "The time(seconds) that the HPA controller takes to reconcile once. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
@@ -44,11 +49,15 @@ pub struct Monitor {
 }
 
 fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, format!("{ALPHA}{help}")).subsystem(SUBSYSTEM)
+    opts_at(ALPHA, name, help)
 }
 
-fn hist_opts(name: &str, help: &str) -> Result<HistogramOpts, prometheus::Error> {
-    Ok(HistogramOpts::new(name, format!("{ALPHA}{help}"))
+fn opts_at(stability: &str, name: &str, help: &str) -> Opts {
+    Opts::new(name, format!("{stability}{help}")).subsystem(SUBSYSTEM)
+}
+
+fn hist_opts(stability: &str, name: &str, help: &str) -> Result<HistogramOpts, prometheus::Error> {
+    Ok(HistogramOpts::new(name, format!("{stability}{help}"))
         .subsystem(SUBSYSTEM)
         .buckets(exponential_buckets(0.001, 2.0, 15)?))
 }
@@ -57,24 +66,43 @@ impl Monitor {
     /// Create the six metrics and register them into `registry` (upstream registers once
     /// into the legacy registry; registering twice into one registry is an error).
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        Self::register_at(registry, KubeVersion::V1_35)
+    }
+
+    /// [`Monitor::register`] with the stability levels of Kubernetes `version`.
+    pub fn register_at(
+        registry: &Registry,
+        version: KubeVersion,
+    ) -> Result<Self, prometheus::Error> {
+        let promoted = if version.at_least(KubeVersion::V1_36) {
+            BETA
+        } else {
+            ALPHA
+        };
         let m = Monitor {
             reconciliations_total: CounterVec::new(
-                opts("reconciliations_total", RECONCILIATIONS_HELP),
+                opts_at(promoted, "reconciliations_total", RECONCILIATIONS_HELP),
                 &["action", "error"],
             )?,
             reconciliation_duration: HistogramVec::new(
                 hist_opts(
+                    promoted,
                     "reconciliation_duration_seconds",
                     RECONCILIATION_DURATION_HELP,
                 )?,
                 &["action", "error"],
             )?,
             metric_computation_total: CounterVec::new(
-                opts("metric_computation_total", METRIC_COMPUTATION_HELP),
+                opts_at(
+                    promoted,
+                    "metric_computation_total",
+                    METRIC_COMPUTATION_HELP,
+                ),
                 &["action", "error", "metric_type"],
             )?,
             metric_computation_duration: HistogramVec::new(
                 hist_opts(
+                    promoted,
                     "metric_computation_duration_seconds",
                     METRIC_COMPUTATION_DURATION_HELP,
                 )?,
@@ -326,6 +354,51 @@ mod tests {
             "#
             )
         );
+    }
+
+    #[test]
+    fn from_1_36_the_four_reconcile_metrics_are_beta() {
+        for (version, promoted) in [
+            (KubeVersion::V1_35, "[ALPHA] "),
+            (KubeVersion::V1_36, "[BETA] "),
+            (KubeVersion::V1_37, "[BETA] "),
+        ] {
+            let r = Registry::new();
+            let m = Monitor::register_at(&r, version).unwrap();
+            m.observe_reconciliation_result(
+                ActionLabel::None,
+                ErrorLabel::None,
+                Duration::from_millis(1),
+            );
+            m.observe_metric_computation_result(
+                ActionLabel::None,
+                ErrorLabel::None,
+                Duration::from_millis(1),
+                "Resource",
+            );
+            m.observe_hpa_addition();
+            m.observe_desired_replicas("ns", "h", 1);
+            let mut buf = Vec::new();
+            TextEncoder::new().encode(&r.gather(), &mut buf).unwrap();
+            let text = String::from_utf8(buf).unwrap();
+            for name in [
+                "reconciliations_total",
+                "reconciliation_duration_seconds",
+                "metric_computation_total",
+                "metric_computation_duration_seconds",
+            ] {
+                assert!(
+                    text.contains(&format!("# HELP {SUBSYSTEM}_{name} {promoted}")),
+                    "{version} {name}: {text}"
+                );
+            }
+            for name in ["num_horizontal_pod_autoscalers", "desired_replicas"] {
+                assert!(
+                    text.contains(&format!("# HELP {SUBSYSTEM}_{name} [ALPHA] ")),
+                    "{version} {name}: {text}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -33,11 +33,11 @@ use crate::scale_client::{
     ResourceMapping, ScaleError, parse_group_version, scale_for_resource_mappings,
 };
 use crate::selectors::HpaKey;
-use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition};
+use hpa_decision::conditions::{HpaCondition, MetricFailureReason, set_condition_observed};
 use hpa_decision::decision::{
     Branch, DecisionInput, MetricFailure, MetricProposal, MetricResult, MetricsOutcome,
-    RescaleResult, SelectorFailure, decide, max_replicas, metric_names, min_replicas,
-    scale_target_reference, status_update_failure,
+    RescaleResult, SelectorFailure, decide, metric_names, scale_target_reference,
+    status_update_failure,
 };
 use hpa_decision::events::HpaEvent;
 use hpa_decision::gofmt::{GoArg, sprintf};
@@ -153,9 +153,52 @@ impl Inner {
             self.shadow.forget(key);
             self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
+            self.written.remove(key);
             return (true, Ok(()));
         };
+        if let Err(e) = self.ensure_observed_own_write(key, &hpa) {
+            return (false, Err(e));
+        }
         (false, self.reconcile_autoscaler(&hpa, key).await)
+    }
+
+    /// `StaleControllerConsistencyHPA` (1.37, kubernetes#139025): the reconcile is deferred
+    /// (an error, so the key keeps its rate-limited re-add) while the cached HPA is older than
+    /// this controller's last status write to it. A resourceVersion that is not a number
+    /// never defers (the comparison is not possible).
+    fn ensure_observed_own_write(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+    ) -> Result<(), ReconcileError> {
+        if !self
+            .config
+            .gates
+            .enabled(hpa_config::Feature::StaleControllerConsistencyHpa)
+        {
+            return Ok(());
+        }
+        let Some(written) = self.written.get(key).map(|w| w.value().clone()) else {
+            return Ok(());
+        };
+        let uid = hpa.metadata.uid.clone().unwrap_or_default();
+        if uid != written.0 {
+            // Another object of the same name: our write was to its predecessor.
+            self.written.remove(key);
+            return Ok(());
+        }
+        let seen = hpa
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        match seen {
+            Some(seen) if seen < written.1 => Err(ReconcileError::internal(format!(
+                "HPA {key} is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion {}, cached {seen})",
+                written.1
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// `reconcileAutoscaler` with its monitor wrapper.
@@ -183,15 +226,20 @@ impl Inner {
     ) -> (ActionLabel, Result<(), ReconcileError>) {
         let now = self.clock.now();
         let mut hpa = HorizontalPodAutoscaler::clone(shared);
+        if !self.decision_config.observed_generation
+            && let Some(conditions) = hpa.status.as_mut().and_then(|s| s.conditions.as_mut())
+        {
+            // Before 1.37 (HPAGeneration) a condition has no observedGeneration in KCM's
+            // types: one written by a newer controller is not seen, and not written back.
+            for c in conditions {
+                c.observed_generation = None;
+            }
+        }
         let original = hpa.status.clone().unwrap_or_default();
         let reference = scale_target_reference(&hpa);
         let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
         let name = hpa.metadata.name.clone().unwrap_or_default();
-        let target = hpa
-            .spec
-            .as_ref()
-            .map(|s| s.scale_target_ref.clone())
-            .unwrap_or_default();
+        let target = hpa.spec.scale_target_ref.clone();
 
         // Steps 3-5: the target's scale.
         let (group, _version) =
@@ -274,7 +322,7 @@ impl Inner {
         if self.config.shadow {
             self.observe_target_change(key, &hpa, current, now);
         }
-        let branch = Branch::classify(current, min_replicas(&hpa), max_replicas(&hpa));
+        let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
         let metrics = if branch.needs_metrics() {
             Some(
                 self.compute_replicas_for_metrics(
@@ -401,12 +449,15 @@ impl Inner {
         };
         self.record_event(hpa, &event);
         let mut status = original.clone();
-        set_condition(
+        set_condition_observed(
             status.conditions.get_or_insert_with(Vec::new),
             &HpaCondition::FailedGetScale {
                 err: err.to_owned(),
             },
             now,
+            self.decision_config
+                .observed_generation
+                .then(|| hpa.metadata.generation.unwrap_or(0)),
         );
         let changed = !status_semantically_equal(original, &status);
         self.traces
@@ -446,16 +497,12 @@ impl Inner {
         if previous.target.spec_replicas == current {
             return;
         }
-        let behavior = hpa
-            .spec
-            .as_ref()
-            .and_then(|s| s.behavior.as_ref())
-            .map(|b| {
-                hpa_decision::behavior::EffectiveBehavior::new(
-                    b,
-                    self.decision_config.downscale_stabilization_window,
-                )
-            });
+        let behavior = hpa.spec.behavior.as_ref().map(|b| {
+            hpa_decision::behavior::EffectiveBehavior::new(
+                b,
+                self.decision_config.downscale_stabilization_window,
+            )
+        });
         self.state.store_scale_event(
             key,
             behavior.as_ref(),
@@ -561,7 +608,22 @@ impl Inner {
         let name = hpa.metadata.name.clone().unwrap_or_default();
         let api: Api<HorizontalPodAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
         match api.replace_status(&name, &PostParams::default(), hpa).await {
-            Ok(_) => {
+            Ok(updated) => {
+                if self
+                    .config
+                    .gates
+                    .enabled(hpa_config::Feature::StaleControllerConsistencyHpa)
+                    && let Some(rv) = updated
+                        .metadata
+                        .resource_version
+                        .as_deref()
+                        .and_then(|rv| rv.parse::<u64>().ok())
+                {
+                    self.written.insert(
+                        format!("{namespace}/{name}"),
+                        (updated.metadata.uid.clone().unwrap_or_default(), rv),
+                    );
+                }
                 tracing::debug!(HPA = %format!("{namespace}/{name}"), "Successfully updated status");
                 Ok(())
             }
@@ -604,11 +666,7 @@ impl Inner {
             .as_ref()
             .and_then(|s| s.current_replicas)
             .unwrap_or(0);
-        let specs: Vec<MetricSpec> = hpa
-            .spec
-            .as_ref()
-            .and_then(|s| s.metrics.clone())
-            .unwrap_or_default();
+        let specs: Vec<MetricSpec> = hpa.spec.metrics.clone().unwrap_or_default();
         let mut results = Vec::with_capacity(specs.len());
         for spec in &specs {
             let start = Instant::now();

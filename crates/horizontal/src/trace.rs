@@ -423,12 +423,7 @@ impl DecisionTrace {
             low: 1.0 - t.scale_down,
             high: 1.0 + t.scale_up,
         });
-        let specs: &[MetricSpec] = ctx
-            .hpa
-            .spec
-            .as_ref()
-            .and_then(|s| s.metrics.as_deref())
-            .unwrap_or_default();
+        let specs: &[MetricSpec] = ctx.hpa.spec.metrics.as_deref().unwrap_or_default();
         let mut metrics = Vec::new();
         let mut winner = None;
         if let Some(m) = &decision.metrics {

@@ -355,12 +355,14 @@ impl ReplicaCalculator {
     }
 
     fn object_metric_error(
+        &self,
         metric_name: &str,
         namespace: &str,
         object_ref: &CrossVersionObjectReference,
         source: hpa_metrics::MetricsError,
     ) -> CalculatorError {
         CalculatorError::ObjectMetric {
+            fixed_format: self.config.object_metric_error_fixed,
             metric_name: metric_name.to_owned(),
             kind: object_ref.kind.clone(),
             namespace: namespace.to_owned(),
@@ -385,7 +387,7 @@ impl ReplicaCalculator {
             )
             .await
             .map_err(|source| {
-                Self::object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
+                self.object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
             })?;
         let proposal = replicas::object_metric_replicas(
             req.current_replicas,
@@ -418,7 +420,7 @@ impl ReplicaCalculator {
             )
             .await
             .map_err(|source| {
-                Self::object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
+                self.object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
             })?;
         let proposal = replicas::object_per_pod_metric_replicas(
             req.status_replicas,

@@ -375,12 +375,15 @@ async fn pods_metric_errors_are_wrapped() {
 
 #[tokio::test]
 async fn object_metric_errors_keep_upstreams_argument_order() {
-    for per_pod in [false, true] {
+    for (per_pod, fixed) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut metrics = MockMetricsClient::new();
         metrics
             .expect_get_object_metric()
             .returning(|_, _, _, _| Err(MetricsError::CustomFetch(failing_fetch())));
-        let calc = calculator(metrics, MockPodLister::new());
+        let mut config = test_config();
+        config.object_metric_error_fixed = fixed;
+        let calc =
+            ReplicaCalculator::new(Arc::new(metrics), Arc::new(MockPodLister::new()), config);
         let object = deployment();
         let everything = Selector::everything();
         let err = if per_pod {
@@ -408,10 +411,13 @@ async fn object_metric_errors_keep_upstreams_argument_order() {
             .await
         }
         .unwrap_err();
-        assert_eq!(
-            err.to_string(),
+        let want = if fixed {
+            // 1.37 (kubernetes#139029).
+            "unable to get metric qps on Deployment default/some-deployment: unable to fetch metrics from custom metrics API: boom"
+        } else {
             "unable to get metric qps: Deployment on default some-deployment/unable to fetch metrics from custom metrics API: boom"
-        );
+        };
+        assert_eq!(err.to_string(), want);
     }
 }
 

@@ -4,6 +4,21 @@
 
 use crate::{MetricsError, PodListError, UtilizationError};
 
+fn object_metric_text(
+    fixed_format: bool,
+    metric_name: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    source: &MetricsError,
+) -> String {
+    if fixed_format {
+        format!("unable to get metric {metric_name} on {kind} {namespace}/{name}: {source}")
+    } else {
+        format!("unable to get metric {metric_name}: {kind} on {namespace} {name}/{source}")
+    }
+}
+
 /// An error from a replica calculation.
 #[derive(Debug, thiserror::Error)]
 pub enum CalculatorError {
@@ -23,12 +38,16 @@ pub enum CalculatorError {
         /// The metrics client error.
         source: Box<MetricsError>,
     },
-    /// The custom metrics API failed for an Object metric. Upstream's format is
+    /// The custom metrics API failed for an Object metric. Up to 1.36 upstream's format is
     /// `"unable to get metric %s: %v on %s %s/%s"` with the arguments (metric, kind, namespace,
     /// name, error), which renders as `unable to get metric qps: Deployment on default web/<err>`;
-    /// reproduced verbatim.
-    #[error("unable to get metric {metric_name}: {kind} on {namespace} {name}/{source}")]
+    /// reproduced verbatim. From 1.37 (kubernetes#139029, `fixed_format`) it is
+    /// `"unable to get metric %s on %s %s/%s: %w"`: `unable to get metric qps on Deployment
+    /// default/web: <err>`.
+    #[error("{}", object_metric_text(*fixed_format, metric_name, kind, namespace, name, source))]
     ObjectMetric {
+        /// 1.37's argument order.
+        fixed_format: bool,
         /// The metric name.
         metric_name: String,
         /// `describedObject.kind`.

@@ -34,6 +34,10 @@ pub struct CalculatorConfig {
     /// Feature gate `PodLevelResources` (beta, on by default since v1.34): use
     /// `spec.resources.requests` as a pod's request when set.
     pub pod_level_resources_enabled: bool,
+    /// Kubernetes 1.37's Object metric error text (kubernetes#139029): `unable to get metric
+    /// M on KIND NS/NAME: ERR` instead of the misordered `unable to get metric M: KIND on NS
+    /// NAME/ERR` of 1.35 and 1.36.
+    pub object_metric_error_fixed: bool,
 }
 
 impl Default for CalculatorConfig {
@@ -46,6 +50,7 @@ impl Default for CalculatorConfig {
                 delay_of_initial_readiness_status: Duration::from_secs(30),
             },
             pod_level_resources_enabled: true,
+            object_metric_error_fixed: false,
         }
     }
 }

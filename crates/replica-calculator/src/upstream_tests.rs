@@ -49,6 +49,7 @@ pub(crate) fn test_config() -> CalculatorConfig {
             delay_of_initial_readiness_status: Duration::from_secs(10),
         },
         pod_level_resources_enabled: true,
+        object_metric_error_fixed: false,
     }
 }
 

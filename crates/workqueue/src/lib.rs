@@ -39,7 +39,7 @@ pub mod rate_limiting;
 pub mod workers;
 
 pub use delaying::DelayingQueue;
-pub use metrics::WorkqueueMetrics;
+pub use metrics::{Stability, WorkqueueMetrics};
 pub use queue::{Item, Queue, QueueConfig};
 pub use rate_limiters::{
     BucketError, BucketRateLimiter, FixedItemIntervalRateLimiter,

@@ -2,8 +2,9 @@
 //!
 //! Mirrors client-go's `util/workqueue/metrics.go` (what is recorded and when) and
 //! component-base's `metrics/prometheus/workqueue/metrics.go` (the Prometheus families: subsystem
-//! `workqueue`, one label `name` holding the queue's name, stability level BETA, which
-//! component-base writes in front of every help text as `[BETA] `).
+//! `workqueue`, one label `name` holding the queue's name, and the stability level, which
+//! component-base writes in front of every help text: `[ALPHA] ` up to Kubernetes 1.35,
+//! `[BETA] ` from 1.36 (kubernetes#135522); see [`Stability`]).
 //!
 //! [`WorkqueueMetrics`] plays the role of client-go's `MetricsProvider`: build it once per
 //! [`prometheus::Registry`] and hand it to every queue through
@@ -50,18 +51,38 @@ pub const RETRIES_KEY: &str = "retries_total";
 /// The single label of every work queue metric; its value is the queue's name.
 pub const NAME_LABEL: &str = "name";
 
-const DEPTH_HELP: &str = "[BETA] Current depth of workqueue";
-const ADDS_HELP: &str = "[BETA] Total number of adds handled by workqueue";
+const DEPTH_HELP: &str = "Current depth of workqueue";
+const ADDS_HELP: &str = "Total number of adds handled by workqueue";
 const QUEUE_LATENCY_HELP: &str =
-    "[BETA] How long in seconds an item stays in workqueue before being requested.";
-const WORK_DURATION_HELP: &str =
-    "[BETA] How long in seconds processing an item from workqueue takes.";
-const UNFINISHED_WORK_HELP: &str = "[BETA] How many seconds of work has done that is in progress \
+    "How long in seconds an item stays in workqueue before being requested.";
+const WORK_DURATION_HELP: &str = "How long in seconds processing an item from workqueue takes.";
+const UNFINISHED_WORK_HELP: &str = "How many seconds of work has done that is in progress \
      and hasn't been observed by work_duration. Large values indicate stuck threads. One can \
      deduce the number of stuck threads by observing the rate at which this increases.";
 const LONGEST_RUNNING_PROCESSOR_HELP: &str =
-    "[BETA] How many seconds has the longest running processor for workqueue been running.";
-const RETRIES_HELP: &str = "[BETA] Total number of retries handled by workqueue";
+    "How many seconds has the longest running processor for workqueue been running.";
+const RETRIES_HELP: &str = "Total number of retries handled by workqueue";
+
+/// A metric's stability level, written in front of its help text (component-base's
+/// `StabilityLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stability {
+    /// `[ALPHA] `: the workqueue metrics up to Kubernetes 1.35.
+    Alpha,
+    /// `[BETA] `: the workqueue metrics from Kubernetes 1.36 (kubernetes#135522).
+    #[default]
+    Beta,
+}
+
+impl Stability {
+    /// The help-text prefix.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Stability::Alpha => "[ALPHA] ",
+            Stability::Beta => "[BETA] ",
+        }
+    }
+}
 
 /// Buckets of the two duration histograms: component-base's `ExponentialBuckets(10e-7, 10, 10)`,
 /// i.e. 1µs, 10µs, … 1000s.
@@ -103,7 +124,16 @@ impl WorkqueueMetrics {
     /// Fails (with prometheus' error) if the registry already holds families with these names,
     /// e.g. when called twice for the same registry: share one `WorkqueueMetrics` instead.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let metrics = Self::unregistered()?;
+        Self::register_with(registry, Stability::Beta)
+    }
+
+    /// [`WorkqueueMetrics::register`] at a given stability level (`[ALPHA] ` help texts to
+    /// behave as Kubernetes 1.35).
+    pub fn register_with(
+        registry: &Registry,
+        stability: Stability,
+    ) -> Result<Self, prometheus::Error> {
+        let metrics = Self::unregistered(stability)?;
         registry.register(Box::new(metrics.depth.clone()))?;
         registry.register(Box::new(metrics.adds.clone()))?;
         registry.register(Box::new(metrics.latency.clone()))?;
@@ -113,10 +143,12 @@ impl WorkqueueMetrics {
         Ok(metrics)
     }
 
-    fn unregistered() -> Result<Self, prometheus::Error> {
-        let opts = |name: &str, help: &str| Opts::new(name, help).subsystem(WORK_QUEUE_SUBSYSTEM);
+    fn unregistered(stability: Stability) -> Result<Self, prometheus::Error> {
+        let help_of = |help: &str| format!("{}{help}", stability.prefix());
+        let opts =
+            |name: &str, help: &str| Opts::new(name, help_of(help)).subsystem(WORK_QUEUE_SUBSYSTEM);
         let histogram = |name: &str, help: &str| {
-            HistogramOpts::new(name, help)
+            HistogramOpts::new(name, help_of(help))
                 .subsystem(WORK_QUEUE_SUBSYSTEM)
                 .buckets(duration_buckets())
         };

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use hpa_workqueue::{
-    DelayingQueue, FixedItemIntervalRateLimiter, Queue, QueueConfig, RateLimitingQueue,
+    DelayingQueue, FixedItemIntervalRateLimiter, Queue, QueueConfig, RateLimitingQueue, Stability,
     WorkqueueMetrics,
 };
 use prometheus::{Encoder, Registry, TextEncoder};
@@ -36,6 +36,22 @@ fn sample(text: &str, series: &str) -> f64 {
 
 fn key(s: &str) -> String {
     s.to_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn alpha_stability_prefixes_every_help_text_with_alpha() {
+    // Kubernetes 1.35's component-base: the workqueue metrics were still ALPHA.
+    let registry = Registry::new();
+    let metrics = WorkqueueMetrics::register_with(&registry, Stability::Alpha).unwrap();
+    let _q: Queue<String> = Queue::with_config(QueueConfig::named("test", metrics));
+    let text = scrape(&registry);
+    let helps: Vec<&str> = text.lines().filter(|l| l.starts_with("# HELP ")).collect();
+    assert_eq!(helps.len(), 7, "{text}");
+    for line in helps {
+        let help = line.splitn(4, ' ').nth(3).unwrap_or_default();
+        assert!(help.starts_with("[ALPHA] "), "{line}");
+    }
+    assert!(text.contains("# HELP workqueue_depth [ALPHA] Current depth of workqueue\n"));
 }
 
 #[tokio::test(start_paused = true)]

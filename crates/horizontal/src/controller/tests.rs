@@ -93,7 +93,7 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
             resource_version: Some("1".into()),
             ..Default::default()
         },
-        spec: Some(HorizontalPodAutoscalerSpec {
+        spec: HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".into()),
                 kind: "Deployment".into(),
@@ -102,7 +102,7 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
             min_replicas: Some(1),
             max_replicas: 2,
             ..Default::default()
-        }),
+        },
         status: None,
     }
 }
@@ -286,4 +286,150 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
     assert!(controller.inner.selectors.contains(&kept));
     assert_eq!(controller.inner.monitor.num_hpas(), 1.0);
     informer.abort();
+}
+
+/// Where `AddFunc` and `UpdateFunc` put an HPA (kubernetes#138294): `(ready, waiting)` after
+/// a new HPA, a spec change (generation 1 -> 2) and a status-only change or resync (1 -> 1),
+/// each a different HPA so that the queue's de-duplication does not hide one.
+fn enqueue_placements(flags: &[(&str, &str)]) -> Vec<(usize, usize)> {
+    let options = hpa_config::Options::from_flag_map(
+        &flags
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    )
+    .unwrap()
+    .options;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let inner = &controller.inner;
+    let with_generation = |i: usize, g: i64| {
+        let mut h = hpa(i);
+        h.metadata.generation = Some(g);
+        h
+    };
+    let mut out = Vec::new();
+    let mut seen = (0, 0);
+    let mut step = |f: &dyn Fn()| {
+        f();
+        let now = (inner.queue.queue().len(), inner.queue.waiting_len());
+        out.push((now.0 - seen.0, now.1 - seen.1));
+        seen = now;
+    };
+    step(&|| inner.on_add(&with_generation(0, 1)));
+    step(&|| inner.on_update(Some(1), &with_generation(1, 2)));
+    step(&|| inner.on_update(Some(1), &with_generation(2, 1)));
+    out
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
+    // 1.35 and 1.36: every add and update waits one sync period (AddRateLimited).
+    let later = vec![(0, 1), (0, 1), (0, 1)];
+    assert_eq!(enqueue_placements(&[]), later);
+    assert_eq!(enqueue_placements(&[("emulated-version", "1.36")]), later);
+    // 1.37: a new HPA and a spec change (generation moved) at once; a status-only change or a
+    // resync waits.
+    assert_eq!(
+        enqueue_placements(&[("emulated-version", "1.37")]),
+        vec![(1, 0), (1, 0), (0, 1)]
+    );
+    // 1.37 without HPAGeneration: updates fall back to rate-limited; a new HPA still at once.
+    assert_eq!(
+        enqueue_placements(&[
+            ("emulated-version", "1.37"),
+            ("feature-gates", "HPAGeneration=false")
+        ]),
+        vec![(1, 0), (0, 1), (0, 1)]
+    );
+}
+
+/// `StaleControllerConsistencyHPA` (1.37): a reconcile is deferred while the cached HPA is
+/// older than this controller's last status write; before 1.37 it never is.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
+    for (version, defers) in [("1.36", false), ("1.37", true)] {
+        let options = hpa_config::Options::from_flag_map(
+            &[("emulated-version".to_owned(), version.to_owned())]
+                .into_iter()
+                .collect(),
+        )
+        .unwrap()
+        .options;
+        let controller = HorizontalController::new(ControllerParts {
+            client: unavailable_client(),
+            metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+            available_apis: None,
+            scale_client: Some(Arc::new(ThreeReplicas)),
+            config: ControllerConfig::from_options(&options),
+            clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+            registry: prometheus::Registry::new(),
+            workqueue_metrics: None,
+            log_emissions: false,
+        })
+        .unwrap();
+        let inner = controller.inner.clone();
+        let writers = inner.writers.lock().unwrap().take().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let handler: Arc<dyn HpaEventHandler> = inner.clone();
+        let informer = tokio::spawn(run_hpa_informer(
+            events,
+            writers.hpas,
+            handler,
+            Duration::ZERO,
+        ));
+        let at = |rv: &str| {
+            let mut h = hpa(0);
+            h.metadata.resource_version = Some(rv.into());
+            h
+        };
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(at("5")),
+            watcher::Event::InitDone,
+        ] {
+            tx.send(Ok(e)).unwrap();
+        }
+        settle(|| inner.caches.hpa("ns-0", "hpa-0").is_some()).await;
+        // This controller's last status write to the HPA came back as resourceVersion 7.
+        inner
+            .written
+            .insert("ns-0/hpa-0".into(), ("uid-0".into(), 7));
+        let (_, first) = inner.reconcile_key("ns-0/hpa-0").await;
+        let stale = |r: &Result<(), ReconcileError>| {
+            r.as_ref()
+                .err()
+                .is_some_and(|e| e.message.contains("is not ready for reconciliation"))
+        };
+        assert_eq!(stale(&first), defers, "{version}: {first:?}");
+        if defers {
+            assert_eq!(
+                first.unwrap_err().message,
+                "HPA ns-0/hpa-0 is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion 7, cached 5)"
+            );
+        }
+        // Once the informer has the write, the reconcile goes ahead.
+        tx.send(Ok(watcher::Event::Apply(at("7")))).unwrap();
+        settle(|| {
+            inner
+                .caches
+                .hpa("ns-0", "hpa-0")
+                .is_some_and(|h| h.metadata.resource_version.as_deref() == Some("7"))
+        })
+        .await;
+        let (_, second) = inner.reconcile_key("ns-0/hpa-0").await;
+        assert!(!stale(&second), "{version}: {second:?}");
+        informer.abort();
+    }
 }

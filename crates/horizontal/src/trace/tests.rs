@@ -53,7 +53,7 @@ fn hpa(
             namespace: Some("default".into()),
             ..Default::default()
         },
-        spec: Some(HorizontalPodAutoscalerSpec {
+        spec: HorizontalPodAutoscalerSpec {
             min_replicas: Some(min),
             max_replicas: max,
             scale_target_ref: CrossVersionObjectReference {
@@ -63,7 +63,7 @@ fn hpa(
             },
             behavior,
             metrics: Some(metrics),
-        }),
+        },
         status: None,
     }
 }
