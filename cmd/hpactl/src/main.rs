@@ -767,6 +767,7 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
         duration: to_std(args.duration),
         interval: to_std(args.interval),
         flags,
+        server_version: None,
     };
     if cfg.interval.is_zero() {
         eprintln!("--interval must be above 0");
@@ -784,6 +785,8 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
         };
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
         let client = kube::Client::try_from(config)?;
+        let mut cfg = cfg;
+        cfg.server_version = record::server_version(&client).await;
         let samples = record::record(&client, &cfg).await?;
         Ok(record::scenario(&samples, &cfg))
     });

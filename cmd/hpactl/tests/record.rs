@@ -228,6 +228,8 @@ fn records_a_live_controller_and_replays_it() {
         assert!(!raw.contains(banned), "{banned} recorded:\n{raw}");
     }
     let doc: Value = serde_saphyr::from_str(&raw).unwrap();
+    // The replay behaves as the live controller did: as the server's version.
+    assert_eq!(doc["serverVersion"], "1.37", "{raw}");
     // One step per sample, plus one before a sample for a rescale made in between that its
     // Events single out (timing-dependent: the live controller usually reacts between a
     // sample that sees the new load and the next one).
