@@ -3,7 +3,8 @@
 //! HPA, workqueue, REST client, leader election and process metrics; `/healthz` answers;
 //! SIGTERM stops the leader with exit 0 and releases the lease; a second instance stands by
 //! while the first leads and takes over once it is stopped; `kubectl describe hpa` shows the
-//! conditions and events the binary wrote.
+//! conditions and events the binary wrote (ignored, with the reason, where `build.rs` found no
+//! `kubectl` on `PATH`).
 //!
 //! Every wait is a bounded poll of something observable (the API objects through a
 //! `kube::Client`, the HTTPS endpoints, the processes' exit status); child processes are
@@ -529,14 +530,9 @@ async fn scales_the_target_serves_metrics_and_stops_on_sigterm() {
     assert_eq!(spec.holder_identity.as_deref(), Some(""), "released");
     assert_eq!(spec.lease_duration_seconds, Some(1));
 
-    // What the binary wrote, now still: status conditions and the rescale event...
+    // What the binary wrote, now still: status conditions and the rescale event.
     let status = fixture.hpa().await.status.unwrap();
     assert_eq!(status.desired_replicas, 4);
-    let pods = format!(
-        "{} current / {} desired",
-        status.current_replicas.unwrap_or_default(),
-        status.desired_replicas
-    );
     let conditions = status.conditions.unwrap_or_default();
     let find = |t: &str| conditions.iter().find(|c| c.type_ == t).unwrap();
     assert_eq!(find("AbleToScale").status, "True");
@@ -566,13 +562,40 @@ async fn scales_the_target_serves_metrics_and_stops_on_sigterm() {
         Some("HorizontalPodAutoscaler")
     );
     assert_eq!(rescale.involved_object.name.as_deref(), Some("web"));
+}
 
-    // ... and kubectl's view of them.
-    let kubectl = Path::new("/usr/bin/kubectl");
-    if !kubectl.exists() {
-        eprintln!("skipping the `kubectl describe hpa` check: /usr/bin/kubectl is not installed");
-        return;
-    }
+/// `kubectl describe hpa` shows the conditions and the rescale event the binary wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(has_kubectl), ignore = "kubectl not found on PATH")]
+async fn kubectl_describe_hpa_shows_what_the_binary_wrote() {
+    let kubectl = env!("HPA_TEST_KUBECTL");
+    let dir = Scratch::new("describe");
+    let fixture = Fixture::start(&dir).await;
+    let port = free_ports(1)[0];
+    let mut c = Controller::start("controller", &fixture, port, &dir);
+    eventually(
+        "the HPA status to show the rescale to 4",
+        WAIT,
+        async || {
+            c.proc.assert_running();
+            let status = fixture.hpa().await.status?;
+            (status.desired_replicas == 4 && status.last_scale_time.is_some()).then_some(())
+        },
+    )
+    .await;
+    // Stopped, so that what kubectl shows stays still.
+    c.proc.sigterm();
+    let status = c.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+    assert_eq!(status.code(), Some(0), "{}", c.proc.log());
+    let status = fixture.hpa().await.status.unwrap();
+    let pods = format!(
+        "{} current / {} desired",
+        status.current_replicas.unwrap_or_default(),
+        status.desired_replicas
+    );
+    let conditions = status.conditions.unwrap_or_default();
+    assert_eq!(conditions.len(), 3, "{conditions:#?}");
+
     let out = Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(&fixture.kubeconfig)

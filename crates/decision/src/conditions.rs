@@ -1,5 +1,5 @@
-//! The HPA status conditions: their catalogue (spec §7) and `setCondition` /
-//! `setConditionInList` (spec §6.6).
+//! The HPA status conditions: every condition `reconcileAutoscaler` sets, and `setCondition` /
+//! `setConditionInList`.
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: every `setCondition` call
 //! site becomes a [`HpaCondition`] variant carrying the values its message needs; the
@@ -7,7 +7,7 @@
 //!
 //! Pre-formatted texts (the InvalidSelector, AmbiguousSelector and failed-metric messages)
 //! are stored verbatim. Before v1.32 upstream passed them to `setCondition` as the *format*
-//! (so a `%` in an error text was reinterpreted, spec §6.6); kubernetes/kubernetes#127422
+//! (so a `%` in an error text was reinterpreted); kubernetes/kubernetes#127422
 //! ("Go vet fixes for gotip", merged 2024-09, v1.32) changed those call sites to
 //! `setCondition(..., "%s", msg)`, which is what this port follows.
 
@@ -63,7 +63,7 @@ impl ConditionStatus {
 }
 
 /// The reason of a failed metric computation; used both as the Warning event reason and
-/// as the `ScalingActive=False` condition reason (spec §3.5).
+/// as the `ScalingActive=False` condition reason (`computeReplicasForMetric`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetricFailureReason {
     /// `FailedGetObjectMetric`.
@@ -97,7 +97,7 @@ impl MetricFailureReason {
 }
 
 /// Which bound (if any) produced the normalized replica count: the reason of the
-/// `ScalingLimited` condition (spec §4 step 3, §5.1 step 5).
+/// `ScalingLimited` condition (`normalizeDesiredReplicas`, `normalizeDesiredReplicasWithBehaviors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LimitReason {
     /// `DesiredWithinRange`: no bound applied.
@@ -145,7 +145,7 @@ impl LimitReason {
 }
 
 /// The outcome of the stabilization step: the `AbleToScale=True` reason set by
-/// normalization (spec §4 step 2, §5.1 step 4).
+/// normalization (`normalizeDesiredReplicas`, `normalizeDesiredReplicasWithBehaviors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StabilizationReason {
     /// `ReadyForNewScale`: stabilization did not change the recommendation.
@@ -180,7 +180,7 @@ impl StabilizationReason {
     }
 }
 
-/// Every condition the controller sets (spec §7), with the values its message needs.
+/// Every condition the controller sets, with the values its message needs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HpaCondition {
     /// `AbleToScale=False FailedGetScale`; `err` is the apiVersion, RESTMapping or scale GET error.
@@ -242,8 +242,8 @@ pub enum HpaCondition {
     ScaledToZero,
     /// `ScaledToZero=False NotScaledToZero` (1.36+): set after any other successful rescale.
     NotScaledToZero,
-    /// The degenerate condition upstream sets when `spec.metrics` is empty (spec §3.3
-    /// step 7): empty type, status, reason and message.
+    /// The degenerate condition upstream sets when `spec.metrics` is empty
+    /// (`computeReplicasForMetrics`): empty type, status, reason and message.
     Empty,
 }
 
@@ -361,7 +361,7 @@ impl HpaCondition {
 }
 
 /// `couldn't convert selector into a corresponding internal selector object: %v`, the
-/// `InvalidSelector` event message and error text (spec §3.4 step 2).
+/// `InvalidSelector` event message and error text (`validateAndParseSelector`).
 pub fn invalid_selector_message(err: &str) -> String {
     sprintf(
         "couldn't convert selector into a corresponding internal selector object: %v",
@@ -370,7 +370,7 @@ pub fn invalid_selector_message(err: &str) -> String {
 }
 
 /// `pods by selector %v are controlled by multiple HPAs: %v`, the `AmbiguousSelector` event
-/// message and error text (spec §3.4 step 6); `hpas` print as a Go `[]string`.
+/// message and error text (`validateAndParseSelector`); `hpas` print as a Go `[]string`.
 pub fn ambiguous_selector_message(selector: &str, hpas: &[String]) -> String {
     sprintf(
         "pods by selector %v are controlled by multiple HPAs: %v",
@@ -447,212 +447,4 @@ pub fn set_condition(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ts(s: &str) -> Timestamp {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn transition_time_changes_only_with_status() {
-        let t0 = ts("2025-01-01T00:00:00Z");
-        let t1 = ts("2025-01-01T00:00:15Z");
-        let t2 = ts("2025-01-01T00:00:30Z");
-        let mut list = Vec::new();
-        set_condition(&mut list, &HpaCondition::SucceededGetScale, t0);
-        set_condition(
-            &mut list,
-            &HpaCondition::ValidMetricFound {
-                metric: "cpu resource".into(),
-            },
-            t0,
-        );
-        set_condition(
-            &mut list,
-            &HpaCondition::ScalingLimited {
-                limited: false,
-                reason: LimitReason::DesiredWithinRange,
-            },
-            t0,
-        );
-        assert_eq!(
-            list.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(),
-            ["AbleToScale", "ScalingActive", "ScalingLimited"]
-        );
-        // Same status, new reason: time kept.
-        set_condition(
-            &mut list,
-            &HpaCondition::Stabilization(StabilizationReason::ReadyForNewScale),
-            t1,
-        );
-        assert_eq!(list[0].last_transition_time, Some(Time(t0)));
-        assert_eq!(list[0].reason.as_deref(), Some("ReadyForNewScale"));
-        assert_eq!(
-            list[0].message.as_deref(),
-            Some("recommended size matches current size")
-        );
-        // Status flips: time stamped.
-        set_condition(
-            &mut list,
-            &HpaCondition::FailedUpdateScale { err: "nope".into() },
-            t2,
-        );
-        assert_eq!(list[0].last_transition_time, Some(Time(t2)));
-        assert_eq!(list[0].status, "False");
-        assert_eq!(
-            list[0].message.as_deref(),
-            Some("the HPA controller was unable to update the target scale: nope")
-        );
-        assert_eq!(list.len(), 3);
-    }
-
-    #[test]
-    fn catalogue_messages() {
-        let cases: Vec<(HpaCondition, &str, &str, &str, &str)> = vec![
-            (
-                HpaCondition::FailedGetScale {
-                    err: "unrecognized resource".into(),
-                },
-                "AbleToScale",
-                "False",
-                "FailedGetScale",
-                "the HPA controller was unable to get the target's current scale: unrecognized resource",
-            ),
-            (
-                HpaCondition::SucceededGetScale,
-                "AbleToScale",
-                "True",
-                "SucceededGetScale",
-                "the HPA controller was able to get the target's current scale",
-            ),
-            (
-                HpaCondition::Stabilization(StabilizationReason::ScaleDownStabilized),
-                "AbleToScale",
-                "True",
-                "ScaleDownStabilized",
-                "recent recommendations were higher than current one, applying the highest recent recommendation",
-            ),
-            (
-                HpaCondition::Stabilization(StabilizationReason::ScaleUpStabilized),
-                "AbleToScale",
-                "True",
-                "ScaleUpStabilized",
-                "recent recommendations were lower than current one, applying the lowest recent recommendation",
-            ),
-            (
-                HpaCondition::SucceededRescale { replicas: 7 },
-                "AbleToScale",
-                "True",
-                "SucceededRescale",
-                "the HPA controller was able to update the target scale to 7",
-            ),
-            (
-                HpaCondition::ScalingDisabled,
-                "ScalingActive",
-                "False",
-                "ScalingDisabled",
-                "scaling is disabled since the replica count of the target is zero",
-            ),
-            (
-                HpaCondition::MissingSelector,
-                "ScalingActive",
-                "False",
-                "InvalidSelector",
-                "the HPA target's scale is missing a selector",
-            ),
-            (
-                HpaCondition::InvalidSelector { err: "bad".into() },
-                "ScalingActive",
-                "False",
-                "InvalidSelector",
-                "couldn't convert selector into a corresponding internal selector object: bad",
-            ),
-            (
-                HpaCondition::AmbiguousSelector {
-                    selector: "app=web".into(),
-                    hpas: vec!["default/hpa-a".into(), "default/hpa-b".into()],
-                },
-                "ScalingActive",
-                "False",
-                "AmbiguousSelector",
-                "pods by selector app=web are controlled by multiple HPAs: [default/hpa-a default/hpa-b]",
-            ),
-            (
-                HpaCondition::FailedComputeMetric {
-                    reason: MetricFailureReason::FailedGetResourceMetric,
-                    err: "failed to get cpu utilization: boom".into(),
-                },
-                "ScalingActive",
-                "False",
-                "FailedGetResourceMetric",
-                "the HPA was unable to compute the replica count: failed to get cpu utilization: boom",
-            ),
-            (
-                HpaCondition::ValidMetricFound {
-                    metric: "pods metric qps".into(),
-                },
-                "ScalingActive",
-                "True",
-                "ValidMetricFound",
-                "the HPA was able to successfully calculate a replica count from pods metric qps",
-            ),
-            (
-                HpaCondition::ScalingLimited {
-                    limited: true,
-                    reason: LimitReason::TooFewReplicas,
-                },
-                "ScalingLimited",
-                "True",
-                "TooFewReplicas",
-                "the desired replica count is less than the minimum replica count",
-            ),
-            (
-                HpaCondition::ScalingLimited {
-                    limited: true,
-                    reason: LimitReason::ScaleDownLimit,
-                },
-                "ScalingLimited",
-                "True",
-                "ScaleDownLimit",
-                "the desired replica count is decreasing faster than the maximum scale rate",
-            ),
-        ];
-        for (c, t, s, r, m) in cases {
-            assert_eq!(
-                (
-                    c.type_str(),
-                    c.status_str(),
-                    c.reason(),
-                    c.message().as_str()
-                ),
-                (t, s, r, m)
-            );
-        }
-    }
-
-    #[test]
-    fn percent_in_error_text_is_kept_verbatim() {
-        // v1.32+ passes pre-formatted texts with "%s" (kubernetes/kubernetes#127422).
-        let c = HpaCondition::FailedComputeMetric {
-            reason: MetricFailureReason::FailedGetExternalMetric,
-            err: "usage 50%d".into(),
-        };
-        assert_eq!(
-            c.message(),
-            "the HPA was unable to compute the replica count: usage 50%d"
-        );
-        let c = HpaCondition::InvalidSelector {
-            err: "bad %s".into(),
-        };
-        assert_eq!(
-            c.message(),
-            "couldn't convert selector into a corresponding internal selector object: bad %s"
-        );
-        let c = HpaCondition::FailedGetScale { err: "50%d".into() };
-        assert_eq!(
-            c.message(),
-            "the HPA controller was unable to get the target's current scale: 50%d"
-        );
-    }
-}
+mod tests;

@@ -1,4 +1,4 @@
-//! The events the controller records on an HPA (spec §8), as a typed catalogue.
+//! The events the controller records on an HPA (`reconcileAutoscaler`'s `eventRecorder.Event` calls), as a typed catalogue.
 //!
 //! Mirrors the `eventRecorder.Event` / `Eventf` calls of upstream
 //! `pkg/controller/podautoscaler/horizontal.go`. `Event(...)` call sites pass the text

@@ -336,7 +336,7 @@ pub fn string_slice<S: AsRef<str>>(items: &[S]) -> String {
 /// Upstream's `k8s.io/apimachinery` types carried gogo-protobuf generated `String()`
 /// methods, which `%+v` calls ([`SelectorStyle::GoGoString`]). If a release drops those
 /// methods, Go's reflection printer applies instead ([`SelectorStyle::Reflect`]). Which one
-/// the target release uses is not confirmed here (spec §13 item 7), so both are offered.
+/// the target release uses is not confirmed here, so both are offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SelectorStyle {
     /// `&LabelSelector{MatchLabels:map[string]string{k: v,},MatchExpressions:[]LabelSelectorRequirement{},}`;
@@ -491,7 +491,7 @@ mod tests {
 
     #[test]
     fn selector_gogo_string() {
-        // Spec §13 item 7.
+        // The gogo-protobuf `String()` form of a `*LabelSelector` under `%+v`.
         let one = LabelSelector {
             match_labels: Some(BTreeMap::from([(
                 "queue".to_owned(),

@@ -1,4 +1,4 @@
-//! Scale-event storage for the behavior rate limits (spec §5.2, §5.3).
+//! Scale-event storage for the behavior rate limits (`storeScaleEvent`, `getReplicasChangePerPeriod`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `timestampedScaleEvent`,
 //! `getReplicasChangePerPeriod`, `markScaleEventsOutdated`, `getLongestPolicyPeriod` and the

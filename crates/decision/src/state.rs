@@ -1,5 +1,5 @@
 //! The controller's in-memory per-HPA recommendation and scale-event state, shared by all
-//! workers (spec §2.5, §3.1).
+//! workers (`HorizontalController.recommendations` and `scaleUpEvents`/`scaleDownEvents`, keyed as `reconcileKey` keys them).
 //!
 //! Mirrors the maps and locks of upstream `pkg/controller/podautoscaler/horizontal.go`:
 //! `recommendations` (`recommendationsLock`) and `scaleUpEvents` / `scaleDownEvents`
@@ -19,7 +19,7 @@ use crate::scale_events::{TimestampedScaleEvent, store_scale_event};
 
 /// Recommendation history and scale events of every HPA, keyed by `namespace/name`.
 ///
-/// State is lost on restart and on leadership change, as upstream (spec §13 item 11).
+/// State is lost on restart and on leadership change, as upstream (the maps live only in the controller's memory).
 #[derive(Debug, Default)]
 pub struct HpaState {
     recommendations: DashMap<String, Vec<TimestampedRecommendation>>,

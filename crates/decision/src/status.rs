@@ -1,4 +1,4 @@
-//! Building the new HPA status and deciding whether it changed (spec §6.2-6.5).
+//! Building the new HPA status and deciding whether it changed (`setStatus`, `setCurrentReplicasAndMetricsInStatus`, `updateStatusIfNeeded`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go` `setStatus`,
 //! `setCurrentReplicasAndMetricsInStatus` and the `apiequality.Semantic.DeepEqual` test of

@@ -1,8 +1,8 @@
 //! Per-HPA tolerances (`tolerancesForHpa`, KEP-4951 `HPAConfigurableTolerance`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go` `tolerancesForHpa` (v1.33+).
-//! That text was not in the reference store; the rule below is reconstructed from the spec
-//! (§3.6, marked "inferred"), the registry strategy and tests, and matches third-party code
+//! That text was not in the reference store; the rule below is reconstructed from upstream's
+//! calculator callers, the registry strategy and tests, and matches third-party code
 //! that reimplements it: start from the `--horizontal-pod-autoscaler-tolerance` flag for
 //! both directions; only when the gate is on and `spec.behavior` is set, each direction's
 //! `tolerance` quantity (if set) replaces it, read with `AsApproximateFloat64`.

@@ -1,5 +1,5 @@
 //! The controller's structure: caches, event handlers, the rate-limited queue and the workers
-//! (spec §2).
+//! (`horizontal.go`: `NewHorizontalController`, `Run`, `worker`, `processNextWorkItem`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `NewHorizontalController`
 //! (wiring, the `horizontalpodautoscaler` queue with the fixed-interval HPA rate limiter),

@@ -333,16 +333,17 @@ mod tests {
         let pod = full_pod();
         let p = PodProjection::of(&pod, &PodInterners::default());
         let labels = pod.metadata.labels.clone().unwrap();
-        for sel in [
-            "app=web",
-            "app=db",
-            "tier in (fe,be)",
-            "!zone",
-            "app",
-            "app!=web",
+        for (sel, want) in [
+            ("app=web", true),
+            ("app=db", false),
+            ("tier in (fe,be)", true),
+            ("!zone", true),
+            ("app", true),
+            ("app!=web", false),
         ] {
             let s: hpa_metrics::Selector = sel.parse().unwrap();
-            assert_eq!(p.matches(&s), s.matches(&labels), "{sel}");
+            assert_eq!(p.matches(&s), want, "{sel}");
+            assert_eq!(s.matches(&labels), want, "{sel} on the pod's own labels");
         }
         assert_eq!(p.label("tier"), Some("fe"));
         assert_eq!(p.label("nope"), None);

@@ -1,4 +1,4 @@
-//! One reconcile: the I/O around the pure decision core (spec §3-§6).
+//! One reconcile: the I/O around the pure decision core (`reconcileKey`, `reconcileAutoscaler`, `computeReplicasForMetrics`, `updateStatusIfNeeded`).
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `reconcileKey`,
 //! `reconcileAutoscaler` (scale target through the RESTMapper and the scale subresource, the
@@ -686,7 +686,7 @@ impl Inner {
         MetricsOutcome::from_results(spec_replicas, results)
     }
 
-    /// `validateAndParseSelector` (spec §3.4).
+    /// `validateAndParseSelector`.
     fn validate_and_parse_selector(
         &self,
         namespace: &str,

@@ -1,5 +1,5 @@
 //! The event recorder: core/v1 Events on the HPA, written as client-go's event broadcaster
-//! writes them (spec §2.6, §8).
+//! writes them (client-go `tools/record`; the events themselves are `reconcileAutoscaler`'s).
 //!
 //! Mirrors client-go `tools/record/event.go`: `recorderImpl.generateEvent` / `makeEvent` (the
 //! event is made, timestamped and handed over without waiting: `ActionOrDrop` into the

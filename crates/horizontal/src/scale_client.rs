@@ -1,5 +1,5 @@
 //! Reading and writing the scale target: kind → resources through discovery (a REST mapper)
-//! and the `scale` subresource of any resource, CRDs included (spec §3.2 steps 3-5, §6.1).
+//! and the `scale` subresource of any resource, CRDs included (`reconcileAutoscaler`'s scale read and update).
 //!
 //! Mirrors what upstream `pkg/controller/podautoscaler/horizontal.go` uses for this:
 //! `schema.ParseGroupVersion`, the KCM deferred discovery `RESTMapper` (`RESTMappings` of a

@@ -1,4 +1,4 @@
-//! The registry of every HPA's target selector, shared by all workers (spec §3.4).
+//! The registry of every HPA's target selector, shared by all workers (`validateAndParseSelector`'s `hpaSelectors`).
 //!
 //! Mirrors `hpaSelectors` of upstream `pkg/controller/podautoscaler/horizontal.go` (the
 //! `BiMultimap` of `pkg/controller/util/selectors/bimultimap.go` behind `hpaSelectorsMux`).
@@ -61,7 +61,7 @@ pub enum Registered<S> {
 }
 
 /// The selectors of every HPA, used to detect pods controlled by more than one HPA
-/// (`AmbiguousSelector`, spec §3.4). Matching is namespace-scoped, so the registry is indexed
+/// (`AmbiguousSelector`, `validateAndParseSelector`). Matching is namespace-scoped, so the registry is indexed
 /// by namespace (namespace → name → selector): a check reads one namespace's HPAs, in name
 /// order, never every HPA of the cluster. A namespace without HPAs has no entry.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! REST metrics client against a loopback HTTP server answering with recorded metrics-API JSON
-//! (`tests/data/`). Expectations come from upstream `client.go` semantics (spec §6): milli-values
+//! (`tests/data/`). Expectations come from upstream `pkg/controller/podautoscaler/metrics/client.go` semantics: milli-values
 //! rounded up, pods with a missing container or resource left out, first item's timestamp,
 //! default window of one minute for custom metrics, and upstream's error texts.
 
@@ -586,27 +586,4 @@ async fn external_metric() {
         err.to_string(),
         "unable to fetch metrics from external metrics API: the server could not find the requested resource (get queue_messages_ready.external.metrics.k8s.io)"
     );
-}
-
-#[tokio::test]
-async fn mock_is_available() {
-    let mut mock = hpa_metrics::MockMetricsClient::new();
-    mock.expect_get_external_metric()
-        .returning(|_, _, _| Ok((vec![1, 2], jiff::Timestamp::UNIX_EPOCH)));
-    mock.expect_get_resource_metric()
-        .withf(|resource, ns, sel, container| {
-            resource == "cpu" && ns == "ns" && sel.is_empty() && *container == Some("app")
-        })
-        .returning(|_, _, _, _| Ok((HashMap::new(), jiff::Timestamp::UNIX_EPOCH)));
-    let client: Box<dyn MetricsClient> = Box::new(mock);
-    let (m, _) = client
-        .get_resource_metric("cpu", "ns", &Selector::everything(), Some("app"))
-        .await
-        .unwrap();
-    assert!(m.is_empty());
-    let (v, _) = client
-        .get_external_metric("m", "ns", &Selector::everything())
-        .await
-        .unwrap();
-    assert_eq!(v, vec![1, 2]);
 }

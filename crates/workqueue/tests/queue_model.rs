@@ -1,5 +1,5 @@
 //! Property test: random sequences of `add`, `get` and `done` against a model written from the
-//! spec of client-go's `queue.go` (§7.1): FIFO order, de-duplication of waiting items, dirty
+//! spec of client-go's `util/workqueue/queue.go`: FIFO order, de-duplication of waiting items, dirty
 //! items re-queued by `done`, and never an item handed out while it is being processed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns

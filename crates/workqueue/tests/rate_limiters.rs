@@ -192,7 +192,7 @@ fn default_constants_are_client_go_s() {
 
 #[test]
 fn default_item_exponential_sequence() {
-    // Spec §7.4: with 5ms/1000s the sequence is 5ms, 10ms, … 655.36s (exp 17), then 1000s.
+    // client-go `ItemExponentialFailureRateLimiter.When`: with 5ms/1000s the sequence is 5ms, 10ms, … 655.36s (exp 17), then 1000s.
     let limiter = ItemExponentialFailureRateLimiter::new(5 * MS, Duration::from_secs(1000));
     for exp in 0..=17u32 {
         assert_eq!(limiter.when(&"k"), 5 * MS * 2u32.pow(exp), "exp {exp}");
