@@ -6,7 +6,10 @@
 //! controller against a small simulated cluster (the embedded `test-fixtures/demo/demo.yaml`
 //! or another scenario) and prints one line per decision; `generate` writes a simulated
 //! cluster of many HPAs as a scenario and `bench` runs the controller against one, counting
-//! requests at the server (`docs/benchmarks.md`).
+//! requests at the server (`docs/benchmarks.md`); `simulate` runs the controller's decision
+//! code over a simulated workload and load timeline (`docs/simulate-format.md`); `record`
+//! samples a live namespace into a scenario whose expectations are the live controller's
+//! decisions.
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
@@ -131,6 +134,54 @@ enum Command {
     /// (--controller), or one computed now on the cluster (no history). Installed as
     /// `kubectl-hpa_explain`, this is `kubectl hpa-explain NAMESPACE/NAME`.
     Explain(explain::ExplainArgs),
+    /// Sample a live cluster's HPAs, their scale targets, pods and metrics every interval and
+    /// write what was seen as a scenario for `hpactl replay` (the live controller's decisions
+    /// become the expectations).
+    Record {
+        /// The kubeconfig of the cluster.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: PathBuf,
+        /// The kubeconfig context (default: its current context).
+        #[arg(long)]
+        context: Option<String>,
+        /// The namespace to record.
+        #[arg(long, short = 'n', value_name = "NS")]
+        namespace: String,
+        /// Only this HPA (default: every HPA of the namespace).
+        #[arg(long, value_name = "NAME")]
+        hpa: Option<String>,
+        /// How long to record (e.g. 10m).
+        #[arg(long, value_name = "DURATION")]
+        duration: GoDuration,
+        /// Time between samples; at least the live controller's sync period (e.g. 30s).
+        #[arg(long, value_name = "DURATION")]
+        interval: GoDuration,
+        /// The live controller's flags, written into the scenario so that the replay decides
+        /// as it did (repeatable), e.g. `--flag horizontal-pod-autoscaler-tolerance=0.05`.
+        #[arg(long = "flag", value_name = "NAME=VALUE")]
+        flags: Vec<String>,
+        /// The scenario's name (default: recorded-NAMESPACE).
+        #[arg(long)]
+        name: Option<String>,
+        /// Where to write the scenario (YAML, or JSON for `*.json`).
+        #[arg(long, short, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// What an HPA would do under a load timeline: runs the controller's decision code on a
+    /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
+    /// DIR/simulation.csv and DIR/simulation.svg.
+    Simulate {
+        /// The simulation file (YAML).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The output directory (created if missing).
+        #[arg(long, short, value_name = "DIR")]
+        out: PathBuf,
+        /// A second simulation file (another HPA variant) run over the first file's load and
+        /// workload, drawn on the same chart.
+        #[arg(long, value_name = "OTHER.yaml")]
+        compare: Option<PathBuf>,
+    },
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
@@ -235,6 +286,28 @@ fn main() -> ExitCode {
             controller_args,
         }),
         Command::Explain(args) => explain::run(args),
+        Command::Record {
+            kubeconfig,
+            context,
+            namespace,
+            hpa,
+            duration,
+            interval,
+            flags,
+            name,
+            out,
+        } => record_cmd(RecordArgs {
+            kubeconfig,
+            context,
+            namespace,
+            hpa,
+            duration,
+            interval,
+            flags,
+            name,
+            out,
+        }),
+        Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
     }
 }
 
@@ -595,5 +668,147 @@ fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>
         serde_json::Value::Null => rows.push((prefix.to_string(), "-".into())),
         serde_json::Value::String(text) => rows.push((prefix.to_string(), text.clone())),
         other => rows.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// `hpactl simulate`: exit 2 for a bad file, 1 when the outputs cannot be written.
+fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
+    use hpa_fixtures::simulate;
+    let load = |path: &Path| {
+        simulate::load_file(path).map_err(|e| {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        })
+    };
+    let base = match load(file) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let mut runs = Vec::new();
+    let mut title = format!("hpactl simulate {}", file.display());
+    let first = simulate::simulate(&base, "base");
+    match first {
+        Ok(r) => runs.extend(r),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    if let Some(other) = compare {
+        let variant = match simulate::input::load_variant_file(other, &base) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        match simulate::simulate(&variant, "compare") {
+            Ok(r) => runs.extend(r),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+        title = format!("{title} vs {}", other.display());
+    }
+    match simulate::write_outputs(&runs, out, &title) {
+        Ok(()) => {
+            println!(
+                "wrote {} and {}",
+                out.join("simulation.csv").display(),
+                out.join("simulation.svg").display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What `hpactl record` was asked.
+struct RecordArgs {
+    kubeconfig: PathBuf,
+    context: Option<String>,
+    namespace: String,
+    hpa: Option<String>,
+    duration: GoDuration,
+    interval: GoDuration,
+    flags: Vec<String>,
+    name: Option<String>,
+    out: PathBuf,
+}
+
+/// `hpactl record`: exit 2 for a wrong command line, 1 when the cluster cannot be read or
+/// the file written.
+fn record_cmd(args: RecordArgs) -> ExitCode {
+    use hpa_fixtures::record::{self, RecordConfig};
+    let to_std = |d: GoDuration| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64);
+    let mut flags = BTreeMap::new();
+    for f in &args.flags {
+        let Some((k, v)) = f.split_once('=') else {
+            eprintln!("--flag {f}: must be NAME=VALUE");
+            return ExitCode::from(EXIT_INVALID);
+        };
+        flags.insert(k.trim_start_matches("--").to_owned(), v.to_owned());
+    }
+    if let Err(e) = hpa_config::Options::from_flag_map(&flags) {
+        eprintln!("--flag: {e}");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let cfg = RecordConfig {
+        name: args
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("recorded-{}", args.namespace)),
+        namespace: args.namespace.clone(),
+        hpa: args.hpa.clone(),
+        duration: to_std(args.duration),
+        interval: to_std(args.interval),
+        flags,
+        server_version: None,
+    };
+    if cfg.interval.is_zero() {
+        eprintln!("--interval must be above 0");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let rt = match new_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let result: anyhow::Result<serde_json::Value> = rt.block_on(async {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig)?;
+        let options = kube::config::KubeConfigOptions {
+            context: args.context.clone(),
+            ..Default::default()
+        };
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+        let client = kube::Client::try_from(config)?;
+        let mut cfg = cfg;
+        cfg.server_version = record::server_version(&client).await;
+        let samples = record::record(&client, &cfg).await?;
+        Ok(record::scenario(&samples, &cfg))
+    });
+    let doc = match result {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("hpactl record: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let json = args.out.extension().is_some_and(|e| e == "json");
+    let written = std::fs::File::create(&args.out)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| write_doc(std::io::BufWriter::new(f), &doc, json));
+    match written {
+        Ok(()) => {
+            eprintln!("wrote {}", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e:#}", args.out.display());
+            ExitCode::FAILURE
+        }
     }
 }

@@ -124,6 +124,38 @@ impl ControllerConfig {
         self.gates.version()
     }
 
+    /// The replica calculator's settings: the readiness periods, pod-level requests, and the
+    /// object metric error of the version behaved as.
+    pub fn calculator_config(&self) -> CalculatorConfig {
+        CalculatorConfig {
+            readiness: ReadinessConfig {
+                cpu_initialization_period: go_to_std(self.hpa.cpu_initialization_period),
+                delay_of_initial_readiness_status: go_to_std(self.hpa.initial_readiness_delay),
+            },
+            pod_level_resources_enabled: self.gates.enabled(Feature::PodLevelResources),
+            object_metric_error_fixed: self.version().at_least(KubeVersion::V1_37),
+        }
+    }
+
+    /// The decision's settings: the downscale stabilization window, the zero-replicas rule
+    /// and observedGeneration of the version behaved as.
+    pub fn decision_config(&self) -> DecisionConfig {
+        DecisionConfig {
+            downscale_stabilization_window: jiff::SignedDuration::from_nanos(
+                self.hpa.downscale_stabilization_window.as_nanos(),
+            ),
+            zero_replicas: if self.version().at_least(KubeVersion::V1_36) {
+                ZeroReplicas::ScaledToZeroCondition {
+                    gate: self.gates.enabled(Feature::HpaScaleToZero),
+                }
+            } else {
+                ZeroReplicas::MinReplicasZero
+            },
+            observed_generation: self.gates.enabled(Feature::HpaGeneration)
+                && !self.server_before_1_37,
+        }
+    }
+
     /// The sync period as a std duration.
     pub fn sync_period(&self) -> Duration {
         Duration::from_nanos(self.hpa.sync_period.as_nanos().max(0) as u64)
@@ -329,15 +361,7 @@ impl HorizontalController {
         let monitor = Monitor::register_at(&parts.registry, parts.config.version())?;
         let explain_metrics = ExplainMetrics::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
-        let hpa = &parts.config.hpa;
-        let calc_config = CalculatorConfig {
-            readiness: ReadinessConfig {
-                cpu_initialization_period: go_to_std(hpa.cpu_initialization_period),
-                delay_of_initial_readiness_status: go_to_std(hpa.initial_readiness_delay),
-            },
-            pod_level_resources_enabled: parts.config.gates.enabled(Feature::PodLevelResources),
-            object_metric_error_fixed: parts.config.version().at_least(KubeVersion::V1_37),
-        };
+        let calc_config = parts.config.calculator_config();
         // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
         // window and shared; zero asks per HPA, as upstream.
         let metrics_client: Arc<dyn MetricsClient> = if parts.config.metrics_batch_window.is_zero()
@@ -361,20 +385,7 @@ impl HorizontalController {
             FixedItemIntervalRateLimiter::default_hpa(parts.config.sync_period()),
             queue_config,
         );
-        let decision_config = DecisionConfig {
-            downscale_stabilization_window: jiff::SignedDuration::from_nanos(
-                hpa.downscale_stabilization_window.as_nanos(),
-            ),
-            zero_replicas: if parts.config.version().at_least(KubeVersion::V1_36) {
-                ZeroReplicas::ScaledToZeroCondition {
-                    gate: parts.config.gates.enabled(Feature::HpaScaleToZero),
-                }
-            } else {
-                ZeroReplicas::MinReplicasZero
-            },
-            observed_generation: parts.config.gates.enabled(Feature::HpaGeneration)
-                && !parts.config.server_before_1_37,
-        };
+        let decision_config = parts.config.decision_config();
         let scale_client = parts.scale_client.unwrap_or_else(|| {
             Arc::new(KubeScaleClient::with_rest_mapper(
                 parts.client.clone(),

@@ -15,7 +15,7 @@ use hpa_metrics::{Quantity, Selector};
 use hpa_replica_calculator::{
     CalculatorError, ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest,
     MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
-    RawResourceReplicasRequest, ResourceReplicasRequest, Tolerances,
+    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicasRequest, Tolerances,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{
@@ -47,13 +47,31 @@ use hpa_decision::tolerance::tolerances_for_hpa;
 use k8s_openapi::api::autoscaling::v1::Scale;
 
 /// What one metric computation needs from the reconcile.
-struct MetricContext<'a> {
-    namespace: &'a str,
-    spec_replicas: i32,
-    status_replicas: i32,
-    selector: &'a Selector,
-    tolerances: Tolerances,
-    now: Timestamp,
+#[derive(Debug, Clone, Copy)]
+pub struct MetricContext<'a> {
+    /// The HPA's namespace.
+    pub namespace: &'a str,
+    /// `scale.spec.replicas`.
+    pub spec_replicas: i32,
+    /// `scale.status.replicas`.
+    pub status_replicas: i32,
+    /// The scale target's parsed pod selector.
+    pub selector: &'a Selector,
+    /// The HPA's tolerances.
+    pub tolerances: Tolerances,
+    /// The decision time.
+    pub now: Timestamp,
+}
+
+/// The per-metric half of a reconcile (`computeReplicasForMetric` and the
+/// `computeStatusFor*Metric` functions) over a replica calculator: shared by the controller
+/// and by `hpactl simulate`, which feeds the calculator simulated pods and metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricComputer<'a> {
+    /// The calculator the proposals come from.
+    pub calculator: &'a ReplicaCalculator,
+    /// How `%+v` of a `*LabelSelector` prints in External metric names.
+    pub selector_style: hpa_decision::gofmt::SelectorStyle,
 }
 
 fn milli(q: &Quantity) -> i64 {
@@ -652,7 +670,11 @@ impl Inner {
         let mut results = Vec::with_capacity(specs.len());
         for spec in &specs {
             let start = Instant::now();
-            let r = self.compute_replicas_for_metric(spec, &ctx).await;
+            let computer = MetricComputer {
+                calculator: &self.calculator,
+                selector_style: self.config.selector_style,
+            };
+            let r = computer.compute_replicas_for_metric(spec, &ctx).await;
             self.monitor.observe_metric_computation_result(
                 r.action_label(previous_current),
                 r.error_label(),
@@ -696,9 +718,11 @@ impl Inner {
         }
         Ok(parsed)
     }
+}
 
+impl MetricComputer<'_> {
     /// `computeReplicasForMetric`: one metric, with upstream's per-type error wrapping.
-    async fn compute_replicas_for_metric(
+    pub async fn compute_replicas_for_metric(
         &self,
         spec: &MetricSpec,
         ctx: &MetricContext<'_>,
@@ -821,7 +845,7 @@ impl Inner {
                 metric_name: metric_names::external(
                     &src.metric.name,
                     src.metric.selector.as_ref(),
-                    self.config.selector_style,
+                    self.selector_style,
                 ),
                 timestamp: r.timestamp,
                 detail: Some(r.detail),
@@ -1051,7 +1075,7 @@ impl Inner {
             )
         };
         let selector = src.metric.selector.as_ref();
-        let metric_name = metric_names::external(name, selector, self.config.selector_style);
+        let metric_name = metric_names::external(name, selector, self.selector_style);
         if let Some(v) = &src.target.average_value {
             let target = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
             let r = self
