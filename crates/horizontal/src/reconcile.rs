@@ -13,9 +13,8 @@ use std::time::Instant;
 
 use hpa_metrics::{Quantity, Selector};
 use hpa_replica_calculator::{
-    CalculatorError, ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest,
-    MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
-    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicasRequest, Tolerances,
+    CalculatorError, ExternalMetric, ObjectMetric, PodsMetric, ReplicaCalculator, ReplicaQuery,
+    ResourceMetric, Tolerances,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{
@@ -46,22 +45,9 @@ use hpa_decision::status::status_semantically_equal;
 use hpa_decision::tolerance::tolerances_for_hpa;
 use k8s_openapi::api::autoscaling::v1::Scale;
 
-/// What one metric computation needs from the reconcile.
-#[derive(Debug, Clone, Copy)]
-pub struct MetricContext<'a> {
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// `scale.spec.replicas`.
-    pub spec_replicas: i32,
-    /// `scale.status.replicas`.
-    pub status_replicas: i32,
-    /// The scale target's parsed pod selector.
-    pub selector: &'a Selector,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The decision time.
-    pub now: Timestamp,
-}
+/// What one metric computation needs from the reconcile: the calculator's shared query
+/// (namespace, `scale.spec.replicas`, `scale.status.replicas`, pod selector, tolerances, time).
+pub type MetricContext<'a> = ReplicaQuery<'a>;
 
 /// The per-metric half of a reconcile (`computeReplicasForMetric` and the
 /// `computeStatusFor*Metric` functions) over a replica calculator: shared by the controller
@@ -769,16 +755,15 @@ impl MetricComputer<'_> {
             let target_usage = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
             let r = self
                 .calculator
-                .get_object_metric_replicas(ObjectMetricReplicasRequest {
-                    current_replicas: ctx.spec_replicas,
+                .get_object_metric_replicas(
+                    ctx,
+                    &ObjectMetric {
+                        metric_name: &src.metric.name,
+                        object_ref: &src.described_object,
+                        metric_selector: &metric_selector,
+                    },
                     target_usage,
-                    metric_name: &src.metric.name,
-                    tolerances: ctx.tolerances,
-                    namespace: ctx.namespace,
-                    object_ref: &src.described_object,
-                    selector: ctx.selector,
-                    metric_selector: &metric_selector,
-                })
+                )
                 .await
                 .map_err(|e| {
                     let e = e.to_string();
@@ -809,15 +794,15 @@ impl MetricComputer<'_> {
             let target_usage = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
             let r = self
                 .calculator
-                .get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
-                    status_replicas: ctx.status_replicas,
-                    target_average_usage: target_usage,
-                    metric_name: &src.metric.name,
-                    tolerances: ctx.tolerances,
-                    namespace: ctx.namespace,
-                    object_ref: &src.described_object,
-                    metric_selector: &metric_selector,
-                })
+                .get_object_per_pod_metric_replicas(
+                    ctx,
+                    &ObjectMetric {
+                        metric_name: &src.metric.name,
+                        object_ref: &src.described_object,
+                        metric_selector: &metric_selector,
+                    },
+                    target_usage,
+                )
                 .await
                 .map_err(|e| {
                     named_fetch_failure(
@@ -876,16 +861,12 @@ impl MetricComputer<'_> {
         let r = self
             .calculator
             .get_metric_replicas(
-                MetricReplicasRequest {
-                    current_replicas: ctx.spec_replicas,
-                    target_usage,
+                ctx,
+                &PodsMetric {
                     metric_name: &src.metric.name,
-                    tolerances: ctx.tolerances,
-                    namespace: ctx.namespace,
-                    selector: ctx.selector,
                     metric_selector: &metric_selector,
                 },
-                ctx.now,
+                target_usage,
             )
             .await
             .map_err(|e| {
@@ -961,16 +942,12 @@ impl MetricComputer<'_> {
             let r = self
                 .calculator
                 .get_raw_resource_replicas(
-                    RawResourceReplicasRequest {
-                        current_replicas: ctx.spec_replicas,
-                        target_usage,
+                    ctx,
+                    &ResourceMetric {
                         resource,
-                        tolerances: ctx.tolerances,
-                        namespace: ctx.namespace,
-                        selector: ctx.selector,
                         container,
                     },
-                    ctx.now,
+                    target_usage,
                 )
                 .await
                 .map_err(|e| {
@@ -995,16 +972,12 @@ impl MetricComputer<'_> {
             let r = self
                 .calculator
                 .get_resource_replicas(
-                    ResourceReplicasRequest {
-                        current_replicas: ctx.spec_replicas,
-                        target_utilization: u,
+                    ctx,
+                    &ResourceMetric {
                         resource,
-                        tolerances: ctx.tolerances,
-                        namespace: ctx.namespace,
-                        selector: ctx.selector,
                         container,
                     },
-                    ctx.now,
+                    u,
                 )
                 .await
                 .map_err(|e: CalculatorError| {
@@ -1080,14 +1053,14 @@ impl MetricComputer<'_> {
             let target = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
             let r = self
                 .calculator
-                .get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
-                    status_replicas: ctx.status_replicas,
-                    target_usage_per_pod: target,
-                    metric_name: name,
-                    tolerances: ctx.tolerances,
-                    namespace: ctx.namespace,
-                    metric_selector: selector,
-                })
+                .get_external_per_pod_metric_replicas(
+                    ctx,
+                    &ExternalMetric {
+                        metric_name: name,
+                        metric_selector: selector,
+                    },
+                    target,
+                )
                 .await
                 .map_err(|e| {
                     named_fetch_failure(
@@ -1117,15 +1090,14 @@ impl MetricComputer<'_> {
             let target = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
             let r = self
                 .calculator
-                .get_external_metric_replicas(ExternalMetricReplicasRequest {
-                    current_replicas: ctx.spec_replicas,
-                    target_usage: target,
-                    metric_name: name,
-                    tolerances: ctx.tolerances,
-                    namespace: ctx.namespace,
-                    metric_selector: selector,
-                    pod_selector: ctx.selector,
-                })
+                .get_external_metric_replicas(
+                    ctx,
+                    &ExternalMetric {
+                        metric_name: name,
+                        metric_selector: selector,
+                    },
+                    target,
+                )
                 .await
                 .map_err(|e| {
                     named_fetch_failure(

@@ -16,10 +16,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::CalculationDetail;
+use crate::PodMetricsInfo;
 use crate::error::CalculatorError;
 use crate::pod_lister::PodLister;
 use crate::replicas::{
-    self, CalculatorConfig, PodSample, ResourceTarget, go_label_selector_string,
+    self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal, go_label_selector_string,
 };
 use crate::tolerances::Tolerances;
 
@@ -52,143 +53,80 @@ pub struct MetricReplicas {
     pub detail: CalculationDetail,
 }
 
-/// Arguments of [`ReplicaCalculator::get_resource_replicas`] (Resource / ContainerResource with
-/// a `Utilization` target).
+/// What every calculation shares: the scale target's side of upstream's method arguments
+/// (`namespace`, the pod `selector`, `currentReplicas` or `statusReplicas`, `tolerances`) and
+/// the evaluation time. One per reconcile; each method reads the fields it needs.
 #[derive(Debug, Clone, Copy)]
-pub struct ResourceReplicasRequest<'a> {
-    /// The scale target's current replica count.
-    pub current_replicas: i32,
-    /// The target utilization, percent.
-    pub target_utilization: i32,
+pub struct ReplicaQuery<'a> {
+    /// The HPA's namespace.
+    pub namespace: &'a str,
+    /// `scale.spec.replicas`: upstream's `currentReplicas` argument (all methods but the two
+    /// per-pod ones).
+    pub spec_replicas: i32,
+    /// `scale.status.replicas`: upstream's `statusReplicas` argument of
+    /// `GetObjectPerPodMetricReplicas` and `GetExternalPerPodMetricReplicas`.
+    pub status_replicas: i32,
+    /// The scale target's pod selector (pods listed, resource samples fetched, ready pods
+    /// counted); unused by the two per-pod methods, as upstream.
+    pub selector: &'a Selector,
+    /// The HPA's tolerances.
+    pub tolerances: Tolerances,
+    /// The evaluation time (upstream's `time.Now()` when grouping pods).
+    pub now: Timestamp,
+}
+
+/// A Resource or ContainerResource metric: the measured half of
+/// [`ReplicaCalculator::get_resource_replicas`] and
+/// [`ReplicaCalculator::get_raw_resource_replicas`].
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceMetric<'a> {
     /// The resource name, e.g. `cpu`.
     pub resource: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The scale target's pod selector.
-    pub selector: &'a Selector,
-    /// The container of a ContainerResource metric; `None` for Resource metrics.
+    /// The container of a ContainerResource metric; `None` (or empty) for Resource metrics.
     pub container: Option<&'a str>,
 }
 
-/// Arguments of [`ReplicaCalculator::get_raw_resource_replicas`] (Resource / ContainerResource
-/// with an `AverageValue` target).
+/// A Pods metric: the measured half of [`ReplicaCalculator::get_metric_replicas`].
 #[derive(Debug, Clone, Copy)]
-pub struct RawResourceReplicasRequest<'a> {
-    /// The scale target's current replica count.
-    pub current_replicas: i32,
-    /// The target average usage per pod, milli-units.
-    pub target_usage: i64,
-    /// The resource name.
-    pub resource: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The scale target's pod selector.
-    pub selector: &'a Selector,
-    /// The container of a ContainerResource metric; `None` for Resource metrics.
-    pub container: Option<&'a str>,
-}
-
-/// Arguments of [`ReplicaCalculator::get_metric_replicas`] (Pods metrics).
-#[derive(Debug, Clone, Copy)]
-pub struct MetricReplicasRequest<'a> {
-    /// The scale target's current replica count.
-    pub current_replicas: i32,
-    /// The target average value per pod, milli-units.
-    pub target_usage: i64,
+pub struct PodsMetric<'a> {
     /// The metric name.
     pub metric_name: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The scale target's pod selector.
-    pub selector: &'a Selector,
     /// The metric's label selector.
     pub metric_selector: &'a Selector,
 }
 
-/// Arguments of [`ReplicaCalculator::get_object_metric_replicas`] (Object metric, `Value`
-/// target).
+/// An Object metric: the measured half of [`ReplicaCalculator::get_object_metric_replicas`]
+/// and [`ReplicaCalculator::get_object_per_pod_metric_replicas`].
 #[derive(Debug, Clone, Copy)]
-pub struct ObjectMetricReplicasRequest<'a> {
-    /// The scale target's current replica count.
-    pub current_replicas: i32,
-    /// The target value, milli-units.
-    pub target_usage: i64,
+pub struct ObjectMetric<'a> {
     /// The metric name.
     pub metric_name: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The described object.
-    pub object_ref: &'a CrossVersionObjectReference,
-    /// The scale target's pod selector (to count ready pods).
-    pub selector: &'a Selector,
-    /// The metric's label selector.
-    pub metric_selector: &'a Selector,
-}
-
-/// Arguments of [`ReplicaCalculator::get_object_per_pod_metric_replicas`] (Object metric,
-/// `AverageValue` target).
-#[derive(Debug, Clone, Copy)]
-pub struct ObjectPerPodMetricReplicasRequest<'a> {
-    /// The scale target's `status.replicas`.
-    pub status_replicas: i32,
-    /// The target average value per pod, milli-units.
-    pub target_average_usage: i64,
-    /// The metric name.
-    pub metric_name: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The described object.
+    /// The described object (upstream's `objectRef`).
     pub object_ref: &'a CrossVersionObjectReference,
     /// The metric's label selector.
     pub metric_selector: &'a Selector,
 }
 
-/// Arguments of [`ReplicaCalculator::get_external_metric_replicas`] (External metric, `Value`
-/// target).
+/// An External metric: the measured half of
+/// [`ReplicaCalculator::get_external_metric_replicas`] and
+/// [`ReplicaCalculator::get_external_per_pod_metric_replicas`].
 #[derive(Debug, Clone, Copy)]
-pub struct ExternalMetricReplicasRequest<'a> {
-    /// The scale target's current replica count.
-    pub current_replicas: i32,
-    /// The target total value, milli-units.
-    pub target_usage: i64,
+pub struct ExternalMetric<'a> {
     /// The metric name.
     pub metric_name: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
     /// The metric's label selector as written in the HPA (`None` when unset).
     pub metric_selector: Option<&'a LabelSelector>,
-    /// The scale target's pod selector (to count ready pods).
-    pub pod_selector: &'a Selector,
 }
 
-/// Arguments of [`ReplicaCalculator::get_external_per_pod_metric_replicas`] (External metric,
-/// `AverageValue` target).
-#[derive(Debug, Clone, Copy)]
-pub struct ExternalPerPodMetricReplicasRequest<'a> {
-    /// The scale target's `status.replicas`.
-    pub status_replicas: i32,
-    /// The target average value per pod, milli-units.
-    pub target_usage_per_pod: i64,
-    /// The metric name.
-    pub metric_name: &'a str,
-    /// The HPA's tolerances.
-    pub tolerances: Tolerances,
-    /// The HPA's namespace.
-    pub namespace: &'a str,
-    /// The metric's label selector as written in the HPA (`None` when unset).
-    pub metric_selector: Option<&'a LabelSelector>,
+impl MetricReplicas {
+    fn new(proposal: UsageProposal, timestamp: Option<Timestamp>) -> Self {
+        Self {
+            replica_count: proposal.replica_count,
+            usage: proposal.usage,
+            timestamp,
+            detail: proposal.detail,
+        }
+    }
 }
 
 /// Computes replica proposals for every metric type (upstream `ReplicaCalculator`).
@@ -236,35 +174,48 @@ impl ReplicaCalculator {
             .map_err(CalculatorError::ListPods)
     }
 
-    /// Upstream `GetResourceReplicas`: the replica count for a utilization target.
-    pub async fn get_resource_replicas(
+    /// Upstream's resource fetch shared by `GetResourceReplicas` and `GetRawResourceReplicas`:
+    /// the samples, their timestamp and the listed pods.
+    async fn resource_samples(
         &self,
-        req: ResourceReplicasRequest<'_>,
-        now: Timestamp,
-    ) -> Result<ResourceReplicas, CalculatorError> {
-        let container = req.container.filter(|c| !c.is_empty());
+        query: &ReplicaQuery<'_>,
+        metric: &ResourceMetric<'_>,
+    ) -> Result<(PodMetricsInfo, Timestamp, Vec<Arc<Pod>>), CalculatorError> {
+        let container = metric.container.filter(|c| !c.is_empty());
         let (metrics, timestamp) = self
             .metrics_client
-            .get_resource_metric(req.resource, req.namespace, req.selector, container)
+            .get_resource_metric(metric.resource, query.namespace, query.selector, container)
             .await
             .map_err(|source| CalculatorError::ResourceMetrics {
-                resource: req.resource.to_owned(),
+                resource: metric.resource.to_owned(),
                 source: Box::new(source),
             })?;
-        let pods = self.list_pods(req.namespace, req.selector)?;
+        let pods = self.list_pods(query.namespace, query.selector)?;
+        Ok((metrics, timestamp, pods))
+    }
+
+    /// Upstream `GetResourceReplicas`: the replica count for a utilization target (percent of
+    /// the pods' requests).
+    pub async fn get_resource_replicas(
+        &self,
+        query: &ReplicaQuery<'_>,
+        metric: &ResourceMetric<'_>,
+        target_utilization: i32,
+    ) -> Result<ResourceReplicas, CalculatorError> {
+        let (metrics, timestamp, pods) = self.resource_samples(query, metric).await?;
         let target = ResourceTarget {
-            resource: req.resource,
-            container,
-            target_utilization: req.target_utilization,
+            resource: metric.resource,
+            container: metric.container.filter(|c| !c.is_empty()),
+            target_utilization,
         };
         let proposal = replicas::resource_replicas(
-            req.current_replicas,
+            query.spec_replicas,
             &target,
-            req.tolerances,
+            query.tolerances,
             PodSample {
                 pods: &pods,
                 metrics,
-                now,
+                now: query.now,
             },
             &self.config,
         )?;
@@ -278,228 +229,187 @@ impl ReplicaCalculator {
     }
 
     /// Upstream `GetRawResourceReplicas`: the replica count for an average-value resource target
-    /// (no requests involved; CPU readiness rules apply when the resource is `cpu`).
+    /// (`target_usage` per pod, milli-units; no requests involved; CPU readiness rules apply
+    /// when the resource is `cpu`).
     pub async fn get_raw_resource_replicas(
         &self,
-        req: RawResourceReplicasRequest<'_>,
-        now: Timestamp,
+        query: &ReplicaQuery<'_>,
+        metric: &ResourceMetric<'_>,
+        target_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let container = req.container.filter(|c| !c.is_empty());
-        let (metrics, timestamp) = self
-            .metrics_client
-            .get_resource_metric(req.resource, req.namespace, req.selector, container)
-            .await
-            .map_err(|source| CalculatorError::ResourceMetrics {
-                resource: req.resource.to_owned(),
-                source: Box::new(source),
-            })?;
-        let pods = self.list_pods(req.namespace, req.selector)?;
+        let (metrics, timestamp, pods) = self.resource_samples(query, metric).await?;
         let proposal = replicas::plain_metric_replicas(
-            req.current_replicas,
-            req.target_usage,
-            req.resource,
-            req.tolerances,
+            query.spec_replicas,
+            target_usage,
+            metric.resource,
+            query.tolerances,
             PodSample {
                 pods: &pods,
                 metrics,
-                now,
+                now: query.now,
             },
             &self.config,
         )?;
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: Some(timestamp),
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, Some(timestamp)))
     }
 
-    /// Upstream `GetMetricReplicas`: the replica count for a Pods metric (no readiness rules).
+    /// Upstream `GetMetricReplicas`: the replica count for a Pods metric (`target_usage` per
+    /// pod, milli-units; no readiness rules).
     pub async fn get_metric_replicas(
         &self,
-        req: MetricReplicasRequest<'_>,
-        now: Timestamp,
+        query: &ReplicaQuery<'_>,
+        metric: &PodsMetric<'_>,
+        target_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
         let (metrics, timestamp) = self
             .metrics_client
             .get_raw_metric(
-                req.metric_name,
-                req.namespace,
-                req.selector,
-                req.metric_selector,
+                metric.metric_name,
+                query.namespace,
+                query.selector,
+                metric.metric_selector,
             )
             .await
             .map_err(|source| CalculatorError::PodsMetric {
-                metric_name: req.metric_name.to_owned(),
+                metric_name: metric.metric_name.to_owned(),
                 source: Box::new(source),
             })?;
-        let pods = self.list_pods(req.namespace, req.selector)?;
+        let pods = self.list_pods(query.namespace, query.selector)?;
         let proposal = replicas::plain_metric_replicas(
-            req.current_replicas,
-            req.target_usage,
+            query.spec_replicas,
+            target_usage,
             "",
-            req.tolerances,
+            query.tolerances,
             PodSample {
                 pods: &pods,
                 metrics,
-                now,
+                now: query.now,
             },
             &self.config,
         )?;
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: Some(timestamp),
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, Some(timestamp)))
     }
 
-    fn object_metric_error(
+    /// Upstream's Object fetch shared by `GetObjectMetricReplicas` and
+    /// `GetObjectPerPodMetricReplicas`, with its error text.
+    async fn object_value(
         &self,
-        metric_name: &str,
-        namespace: &str,
-        object_ref: &CrossVersionObjectReference,
-        source: hpa_metrics::MetricsError,
-    ) -> CalculatorError {
-        CalculatorError::ObjectMetric {
-            fixed_format: self.config.object_metric_error_fixed,
-            metric_name: metric_name.to_owned(),
-            kind: object_ref.kind.clone(),
-            namespace: namespace.to_owned(),
-            name: object_ref.name.clone(),
-            source: Box::new(source),
-        }
+        query: &ReplicaQuery<'_>,
+        metric: &ObjectMetric<'_>,
+    ) -> Result<(i64, Timestamp), CalculatorError> {
+        self.metrics_client
+            .get_object_metric(
+                metric.metric_name,
+                query.namespace,
+                metric.object_ref,
+                metric.metric_selector,
+            )
+            .await
+            .map_err(|source| CalculatorError::ObjectMetric {
+                fixed_format: self.config.object_metric_error_fixed,
+                metric_name: metric.metric_name.to_owned(),
+                kind: metric.object_ref.kind.clone(),
+                namespace: query.namespace.to_owned(),
+                name: metric.object_ref.name.clone(),
+                source: Box::new(source),
+            })
     }
 
     /// Upstream `GetObjectMetricReplicas`: the replica count for an Object metric with a `Value`
-    /// target, scaled by the number of ready pods. The returned timestamp is always `None`.
+    /// target (`target_usage`, milli-units), scaled by the number of ready pods. The returned
+    /// timestamp is always `None`.
     pub async fn get_object_metric_replicas(
         &self,
-        req: ObjectMetricReplicasRequest<'_>,
+        query: &ReplicaQuery<'_>,
+        metric: &ObjectMetric<'_>,
+        target_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let (usage, _timestamp) = self
-            .metrics_client
-            .get_object_metric(
-                req.metric_name,
-                req.namespace,
-                req.object_ref,
-                req.metric_selector,
-            )
-            .await
-            .map_err(|source| {
-                self.object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
-            })?;
+        let (usage, _timestamp) = self.object_value(query, metric).await?;
         let proposal = replicas::object_metric_replicas(
-            req.current_replicas,
-            req.target_usage,
+            query.spec_replicas,
+            target_usage,
             usage,
-            req.tolerances,
-            || replicas::ready_pods_count(&self.list_pods(req.namespace, req.selector)?),
+            query.tolerances,
+            || replicas::ready_pods_count(&self.list_pods(query.namespace, query.selector)?),
         )?;
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: None,
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, None))
     }
 
     /// Upstream `GetObjectPerPodMetricReplicas`: the replica count for an Object metric with an
-    /// `AverageValue` target.
+    /// `AverageValue` target (`target_average_usage` per pod, milli-units), against
+    /// `status_replicas`.
     pub async fn get_object_per_pod_metric_replicas(
         &self,
-        req: ObjectPerPodMetricReplicasRequest<'_>,
+        query: &ReplicaQuery<'_>,
+        metric: &ObjectMetric<'_>,
+        target_average_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let (usage, timestamp) = self
-            .metrics_client
-            .get_object_metric(
-                req.metric_name,
-                req.namespace,
-                req.object_ref,
-                req.metric_selector,
-            )
-            .await
-            .map_err(|source| {
-                self.object_metric_error(req.metric_name, req.namespace, req.object_ref, source)
-            })?;
+        let (usage, timestamp) = self.object_value(query, metric).await?;
         let proposal = replicas::object_per_pod_metric_replicas(
-            req.status_replicas,
-            req.target_average_usage,
+            query.status_replicas,
+            target_average_usage,
             usage,
-            req.tolerances,
+            query.tolerances,
         );
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: Some(timestamp),
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, Some(timestamp)))
     }
 
+    /// Upstream's External fetch shared by `GetExternalMetricReplicas` and
+    /// `GetExternalPerPodMetricReplicas`, with its error text.
     async fn external_values(
         &self,
-        metric_name: &str,
-        namespace: &str,
-        metric_selector: Option<&LabelSelector>,
+        query: &ReplicaQuery<'_>,
+        metric: &ExternalMetric<'_>,
     ) -> Result<(Vec<i64>, Timestamp), CalculatorError> {
-        let selector = Selector::from_optional_label_selector(metric_selector)
+        let selector = Selector::from_optional_label_selector(metric.metric_selector)
             .map_err(|e| CalculatorError::MetricSelector(e.to_string()))?;
         self.metrics_client
-            .get_external_metric(metric_name, namespace, &selector)
+            .get_external_metric(metric.metric_name, query.namespace, &selector)
             .await
             .map_err(|source| CalculatorError::ExternalMetric {
-                namespace: namespace.to_owned(),
-                metric_name: metric_name.to_owned(),
-                selector: go_label_selector_string(metric_selector),
+                namespace: query.namespace.to_owned(),
+                metric_name: metric.metric_name.to_owned(),
+                selector: go_label_selector_string(metric.metric_selector),
                 source: Box::new(source),
             })
     }
 
     /// Upstream `GetExternalMetricReplicas`: the replica count for an External metric with a
-    /// `Value` target (the sum of all series), scaled by the number of ready pods. The returned
-    /// timestamp is always `None`.
+    /// `Value` target (`target_usage`, milli-units, against the sum of all series), scaled by
+    /// the number of ready pods. The returned timestamp is always `None`.
     pub async fn get_external_metric_replicas(
         &self,
-        req: ExternalMetricReplicasRequest<'_>,
+        query: &ReplicaQuery<'_>,
+        metric: &ExternalMetric<'_>,
+        target_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let (values, _timestamp) = self
-            .external_values(req.metric_name, req.namespace, req.metric_selector)
-            .await?;
+        let (values, _timestamp) = self.external_values(query, metric).await?;
         let proposal = replicas::external_metric_replicas(
-            req.current_replicas,
-            req.target_usage,
+            query.spec_replicas,
+            target_usage,
             &values,
-            req.tolerances,
-            || replicas::ready_pods_count(&self.list_pods(req.namespace, req.pod_selector)?),
+            query.tolerances,
+            || replicas::ready_pods_count(&self.list_pods(query.namespace, query.selector)?),
         )?;
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: None,
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, None))
     }
 
     /// Upstream `GetExternalPerPodMetricReplicas`: the replica count for an External metric with
-    /// an `AverageValue` target.
+    /// an `AverageValue` target (`target_usage_per_pod`, milli-units), against
+    /// `status_replicas`.
     pub async fn get_external_per_pod_metric_replicas(
         &self,
-        req: ExternalPerPodMetricReplicasRequest<'_>,
+        query: &ReplicaQuery<'_>,
+        metric: &ExternalMetric<'_>,
+        target_usage_per_pod: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let (values, timestamp) = self
-            .external_values(req.metric_name, req.namespace, req.metric_selector)
-            .await?;
+        let (values, timestamp) = self.external_values(query, metric).await?;
         let proposal = replicas::external_per_pod_metric_replicas(
-            req.status_replicas,
-            req.target_usage_per_pod,
+            query.status_replicas,
+            target_usage_per_pod,
             &values,
-            req.tolerances,
+            query.tolerances,
         );
-        Ok(MetricReplicas {
-            replica_count: proposal.replica_count,
-            usage: proposal.usage,
-            timestamp: Some(timestamp),
-            detail: proposal.detail,
-        })
+        Ok(MetricReplicas::new(proposal, Some(timestamp)))
     }
 }

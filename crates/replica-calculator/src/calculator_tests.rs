@@ -11,9 +11,8 @@ use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::calculator::{
-    ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest, MetricReplicas,
-    MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
-    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicasRequest,
+    ExternalMetric, MetricReplicas, ObjectMetric, PodsMetric, ReplicaCalculator, ReplicaQuery,
+    ResourceMetric,
 };
 use crate::pod_lister::{MockPodLister, PodListError};
 use crate::tolerances::Tolerances;
@@ -30,6 +29,19 @@ fn metrics_ts() -> Timestamp {
 
 fn pod_selector() -> Selector {
     "name=test-pod".parse().expect("selector")
+}
+
+/// The scale target's side of a calculation in the test namespace at [`now`], with `replicas`
+/// both in `spec` and in `status` (upstream's tests pass `currentReplicas` for both).
+fn query(selector: &Selector, replicas: i32, tolerances: Tolerances) -> ReplicaQuery<'_> {
+    ReplicaQuery {
+        namespace: TEST_NAMESPACE,
+        spec_replicas: replicas,
+        status_replicas: replicas,
+        selector,
+        tolerances,
+        now: now(),
+    }
 }
 
 fn deployment() -> CrossVersionObjectReference {
@@ -81,16 +93,16 @@ async fn run_resource_shell(case: &ResourceCase) -> Result<(i32, i32, i64), Stri
     let selector = pod_selector();
     let got = calc
         .get_resource_replicas(
-            ResourceReplicasRequest {
-                current_replicas: case.scenario.current_replicas,
-                target_utilization: case.target_utilization,
+            &query(
+                &selector,
+                case.scenario.current_replicas,
+                case.tolerances.unwrap_or_default(),
+            ),
+            &ResourceMetric {
                 resource: "cpu",
-                tolerances: case.tolerances.unwrap_or_default(),
-                namespace: TEST_NAMESPACE,
-                selector: &selector,
                 container: case.scenario.container,
             },
-            now(),
+            case.target_utilization,
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -152,67 +164,41 @@ async fn run_metric_shell(case: &MetricCase) -> MetricReplicas {
         }
     }
     let calc = calculator(metrics, lister_for(s.pods()));
+    let query = query(&selector, s.current_replicas, tolerances);
+    let object_metric = ObjectMetric {
+        metric_name: "qps",
+        object_ref: &object,
+        metric_selector: &everything,
+    };
+    let external_metric = ExternalMetric {
+        metric_name: "qps",
+        metric_selector: Some(&metric_selector),
+    };
     let result = match case.metric_type {
         MetricType::Object => {
-            calc.get_object_metric_replicas(ObjectMetricReplicasRequest {
-                current_replicas: s.current_replicas,
-                target_usage: case.target,
-                metric_name: "qps",
-                tolerances,
-                namespace: TEST_NAMESPACE,
-                object_ref: &object,
-                selector: &selector,
-                metric_selector: &everything,
-            })
-            .await
+            calc.get_object_metric_replicas(&query, &object_metric, case.target)
+                .await
         }
         MetricType::ObjectPerPod => {
-            calc.get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
-                status_replicas: s.current_replicas,
-                target_average_usage: case.target,
-                metric_name: "qps",
-                tolerances,
-                namespace: TEST_NAMESPACE,
-                object_ref: &object,
-                metric_selector: &everything,
-            })
-            .await
+            calc.get_object_per_pod_metric_replicas(&query, &object_metric, case.target)
+                .await
         }
         MetricType::External => {
-            calc.get_external_metric_replicas(ExternalMetricReplicasRequest {
-                current_replicas: s.current_replicas,
-                target_usage: case.target,
-                metric_name: "qps",
-                tolerances,
-                namespace: TEST_NAMESPACE,
-                metric_selector: Some(&metric_selector),
-                pod_selector: &selector,
-            })
-            .await
+            calc.get_external_metric_replicas(&query, &external_metric, case.target)
+                .await
         }
         MetricType::ExternalPerPod => {
-            calc.get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
-                status_replicas: s.current_replicas,
-                target_usage_per_pod: case.target,
-                metric_name: "qps",
-                tolerances,
-                namespace: TEST_NAMESPACE,
-                metric_selector: Some(&metric_selector),
-            })
-            .await
+            calc.get_external_per_pod_metric_replicas(&query, &external_metric, case.target)
+                .await
         }
         MetricType::Pods => {
             calc.get_metric_replicas(
-                MetricReplicasRequest {
-                    current_replicas: s.current_replicas,
-                    target_usage: case.target,
+                &query,
+                &PodsMetric {
                     metric_name: "qps",
-                    tolerances,
-                    namespace: TEST_NAMESPACE,
-                    selector: &selector,
                     metric_selector: &everything,
                 },
-                now(),
+                case.target,
             )
             .await
         }
@@ -261,16 +247,12 @@ async fn resource_fetch_errors_are_wrapped() {
     let selector = pod_selector();
     let err = calc
         .get_raw_resource_replicas(
-            RawResourceReplicasRequest {
-                current_replicas: 1,
-                target_usage: 100,
+            &query(&selector, 1, Tolerances::default()),
+            &ResourceMetric {
                 resource: "memory",
-                tolerances: Tolerances::default(),
-                namespace: TEST_NAMESPACE,
-                selector: &selector,
                 container: Some(""),
             },
-            now(),
+            100,
         )
         .await
         .unwrap_err();
@@ -312,16 +294,12 @@ async fn raw_resource_replicas_pass_the_container_and_apply_cpu_readiness() {
     let selector = pod_selector();
     let got = calc
         .get_raw_resource_replicas(
-            RawResourceReplicasRequest {
-                current_replicas: 2,
-                target_usage: 1000,
+            &query(&selector, 2, Tolerances::default()),
+            &ResourceMetric {
                 resource: "cpu",
-                tolerances: Tolerances::default(),
-                namespace: TEST_NAMESPACE,
-                selector: &selector,
                 container: Some("app"),
             },
-            now(),
+            1000,
         )
         .await
         .unwrap();
@@ -354,16 +332,12 @@ async fn pods_metric_errors_are_wrapped() {
     let selector = pod_selector();
     let err = calc
         .get_metric_replicas(
-            MetricReplicasRequest {
-                current_replicas: 1,
-                target_usage: 1,
+            &query(&selector, 1, Tolerances::default()),
+            &PodsMetric {
                 metric_name: "qps",
-                tolerances: Tolerances::default(),
-                namespace: TEST_NAMESPACE,
-                selector: &selector,
                 metric_selector: &Selector::everything(),
             },
-            now(),
+            1,
         )
         .await
         .unwrap_err();
@@ -386,29 +360,21 @@ async fn object_metric_errors_keep_upstreams_argument_order() {
             ReplicaCalculator::new(Arc::new(metrics), Arc::new(MockPodLister::new()), config);
         let object = deployment();
         let everything = Selector::everything();
+        let selector = pod_selector();
+        let query = ReplicaQuery {
+            namespace: "default",
+            ..query(&selector, 1, Tolerances::default())
+        };
+        let metric = ObjectMetric {
+            metric_name: "qps",
+            object_ref: &object,
+            metric_selector: &everything,
+        };
         let err = if per_pod {
-            calc.get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
-                status_replicas: 1,
-                target_average_usage: 1,
-                metric_name: "qps",
-                tolerances: Tolerances::default(),
-                namespace: "default",
-                object_ref: &object,
-                metric_selector: &everything,
-            })
-            .await
+            calc.get_object_per_pod_metric_replicas(&query, &metric, 1)
+                .await
         } else {
-            calc.get_object_metric_replicas(ObjectMetricReplicasRequest {
-                current_replicas: 1,
-                target_usage: 1,
-                metric_name: "qps",
-                tolerances: Tolerances::default(),
-                namespace: "default",
-                object_ref: &object,
-                selector: &pod_selector(),
-                metric_selector: &everything,
-            })
-            .await
+            calc.get_object_metric_replicas(&query, &metric, 1).await
         }
         .unwrap_err();
         let want = if fixed {
@@ -431,16 +397,15 @@ async fn object_metric_within_tolerance_does_not_list_pods() {
     lister.expect_list().times(0);
     let calc = calculator(metrics, lister);
     let got = calc
-        .get_object_metric_replicas(ObjectMetricReplicasRequest {
-            current_replicas: 4,
-            target_usage: 1000,
-            metric_name: "qps",
-            tolerances: Tolerances::default(),
-            namespace: TEST_NAMESPACE,
-            object_ref: &deployment(),
-            selector: &pod_selector(),
-            metric_selector: &Selector::everything(),
-        })
+        .get_object_metric_replicas(
+            &query(&pod_selector(), 4, Tolerances::default()),
+            &ObjectMetric {
+                metric_name: "qps",
+                object_ref: &deployment(),
+                metric_selector: &Selector::everything(),
+            },
+            1000,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -462,15 +427,14 @@ async fn ready_pod_listing_errors_are_wrapped_twice() {
         .returning(|_, _| Err(PodListError::new("cache not synced")));
     let calc = calculator(metrics, lister);
     let err = calc
-        .get_external_metric_replicas(ExternalMetricReplicasRequest {
-            current_replicas: 2,
-            target_usage: 1000,
-            metric_name: "qps",
-            tolerances: Tolerances::default(),
-            namespace: TEST_NAMESPACE,
-            metric_selector: None,
-            pod_selector: &pod_selector(),
-        })
+        .get_external_metric_replicas(
+            &query(&pod_selector(), 2, Tolerances::default()),
+            &ExternalMetric {
+                metric_name: "qps",
+                metric_selector: None,
+            },
+            1000,
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -488,14 +452,14 @@ async fn external_metric_errors_render_the_selector_like_go() {
     let calc = calculator(metrics, MockPodLister::new());
     let selector = label_value_selector();
     let err = calc
-        .get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
-            status_replicas: 1,
-            target_usage_per_pod: 1,
-            metric_name: "qps",
-            tolerances: Tolerances::default(),
-            namespace: TEST_NAMESPACE,
-            metric_selector: Some(&selector),
-        })
+        .get_external_per_pod_metric_replicas(
+            &query(&pod_selector(), 1, Tolerances::default()),
+            &ExternalMetric {
+                metric_name: "qps",
+                metric_selector: Some(&selector),
+            },
+            1,
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -520,15 +484,14 @@ async fn invalid_external_metric_selector_is_returned_unwrapped() {
         ]),
     };
     let err = calc
-        .get_external_metric_replicas(ExternalMetricReplicasRequest {
-            current_replicas: 1,
-            target_usage: 1,
-            metric_name: "qps",
-            tolerances: Tolerances::default(),
-            namespace: TEST_NAMESPACE,
-            metric_selector: Some(&selector),
-            pod_selector: &pod_selector(),
-        })
+        .get_external_metric_replicas(
+            &query(&pod_selector(), 1, Tolerances::default()),
+            &ExternalMetric {
+                metric_name: "qps",
+                metric_selector: Some(&selector),
+            },
+            1,
+        )
         .await
         .unwrap_err();
     assert!(
@@ -559,16 +522,12 @@ async fn resource_replicas_report_list_errors_and_empty_lists() {
         let selector = pod_selector();
         let err = calc
             .get_resource_replicas(
-                ResourceReplicasRequest {
-                    current_replicas: 1,
-                    target_utilization: 50,
+                &query(&selector, 1, Tolerances::default()),
+                &ResourceMetric {
                     resource: "cpu",
-                    tolerances: Tolerances::default(),
-                    namespace: TEST_NAMESPACE,
-                    selector: &selector,
                     container: None,
                 },
-                now(),
+                50,
             )
             .await
             .unwrap_err();

@@ -38,9 +38,8 @@ pub use replicas::{
 pub use tolerances::Tolerances;
 
 pub use calculator::{
-    ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest, MetricReplicas,
-    MetricReplicasRequest, ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest,
-    RawResourceReplicasRequest, ReplicaCalculator, ResourceReplicas, ResourceReplicasRequest,
+    ExternalMetric, MetricReplicas, ObjectMetric, PodsMetric, ReplicaCalculator, ReplicaQuery,
+    ResourceMetric, ResourceReplicas,
 };
 pub use pod_lister::{PodListError, PodLister};
 
