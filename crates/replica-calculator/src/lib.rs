@@ -10,6 +10,9 @@
 //! * [`error`]: [`CalculatorError`], whose messages equal upstream's.
 //! * [`calculator`]: [`ReplicaCalculator`], the async shell that fetches through
 //!   [`hpa_metrics::MetricsClient`] and a [`PodLister`] and delegates to the pure functions.
+//!   Its seven methods are upstream's seven `Get*Replicas`; each takes the shared
+//!   [`ReplicaQuery`] (namespace, replicas, pod selector, tolerances, time), the metric measured
+//!   ([`ResourceMetric`], [`PodsMetric`], [`ObjectMetric`] or [`ExternalMetric`]) and the target.
 //!
 //! Numeric fidelity: `int64` arithmetic wraps as in Go, divisions truncate, and where upstream
 //! converts an out-of-range float (NaN, ±Inf, beyond the integer range) without a guard, the
