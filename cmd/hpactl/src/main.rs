@@ -22,13 +22,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use hpa_fixtures::bench::{self, BenchConfig, ControllerRun};
-use hpa_fixtures::demo::{self, DemoConfig, GoDuration};
 use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
+mod demo;
 mod explain;
 mod out;
+
+use demo::{DemoConfig, GoDuration};
 
 use out::outln;
 
