@@ -8,15 +8,15 @@
 //! component-base leader-election options).
 
 pub mod clock;
-pub mod duration;
+mod duration;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use duration::{GoDuration, ParseDurationError};
 pub mod feature_gates;
-pub mod hpa;
+mod hpa;
 pub mod options;
-pub mod strconv;
-pub mod version;
+mod strconv;
+mod version;
 
 pub use feature_gates::{Feature, FeatureGates};
 pub use hpa::HpaControllerConfiguration;

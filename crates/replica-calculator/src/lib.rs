@@ -19,16 +19,16 @@
 //! result is what Go produces on amd64: the minimum integer. Where upstream clamps (to
 //! `math.MaxInt32` / `math.MaxInt64`), so does this crate.
 
-pub mod calculator;
+mod calculator;
 #[cfg(test)]
 mod calculator_tests;
-pub mod error;
+mod error;
 mod goconv;
 pub mod group_pods;
-pub mod pod_lister;
+mod pod_lister;
 pub mod replicas;
 pub mod requests;
-pub mod tolerances;
+mod tolerances;
 #[cfg(test)]
 mod upstream_tests;
 

@@ -31,12 +31,12 @@
 //! # }
 //! ```
 
-pub mod delaying;
-pub mod metrics;
-pub mod queue;
+mod delaying;
+mod metrics;
+mod queue;
 pub mod rate_limiters;
-pub mod rate_limiting;
-pub mod workers;
+mod rate_limiting;
+mod workers;
 
 pub use delaying::DelayingQueue;
 pub use metrics::{Stability, WorkqueueMetrics};
