@@ -1,43 +1,59 @@
-//! `computeStatusForExternalMetric`: an External metric with a `Value` or `AverageValue`
+//! `computeStatusForExternalMetric`: an External metric with an `AverageValue` or `Value`
 //! target.
 
 use hpa_decision::conditions::MetricFailureReason;
-use hpa_decision::decision::{MetricFailure, MetricProposal, metric_names};
+use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
 use hpa_replica_calculator::{ExternalMetricReplicasRequest, ExternalPerPodMetricReplicasRequest};
-use k8s_openapi::api::autoscaling::v2::{
-    ExternalMetricStatus, MetricSpec, MetricStatus, MetricValueStatus,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::api::autoscaling::v2::{ExternalMetricStatus, MetricSpec, MetricStatus};
 
 use super::{
-    MetricComputer, MetricContext, failure, identifier, milli_quantity, missing_source,
-    named_fetch_failure, quantity, wrap,
+    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
 };
 
+/// One External metric: an `averageValue` target is checked first (the value per ready pod),
+/// then a `value` target (the metric's total).
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
     ctx: &MetricContext<'_>,
-    status: &mut MetricStatus,
-) -> Result<MetricProposal, MetricFailure> {
-    const REASON: MetricFailureReason = MetricFailureReason::FailedGetExternalMetric;
-    let Some(src) = spec.external.as_ref() else {
-        return Err(missing_source(REASON, |e| e.to_owned()));
-    };
-    let name = src.metric.name.as_str();
+) -> Result<Measured, MetricFailure> {
+    let name = spec
+        .external
+        .as_ref()
+        .map_or("", |src| src.metric.name.as_str());
     let outer = |e: &str| {
         wrap(
             "failed to get %s external metric value: %v",
             &[GoArg::str(name), GoArg::error(e)],
         )
     };
+    let identity = |e: &str| e.to_owned();
+    let Some(src) = spec.external.as_ref() else {
+        return Err(Failures {
+            reason: MetricFailureReason::FailedGetExternalMetric,
+            outer: &identity,
+        }
+        .missing_source());
+    };
+    let fail = Failures {
+        reason: MetricFailureReason::FailedGetExternalMetric,
+        outer: &outer,
+    };
     let selector = src.metric.selector.as_ref();
-    let metric_name = metric_names::external(name, selector, computer.selector_style);
-    if let Some(v) = &src.target.average_value {
-        let target = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
-        let r = computer
-            .calculator
+    let (kind, target) = match (&src.target.average_value, &src.target.value) {
+        (Some(v), _) => (ValueTarget::AverageValue, v),
+        (None, Some(v)) => (ValueTarget::Value, v),
+        (None, None) => {
+            return Err(fail.failure(
+                "invalid external metric source: neither a value target nor an average value target was set",
+            ));
+        }
+    };
+    let target = fail.quantity(target)?;
+    let calculator = computer.calculator;
+    let r = match kind {
+        ValueTarget::AverageValue => calculator
             .get_external_per_pod_metric_replicas(ExternalPerPodMetricReplicasRequest {
                 status_replicas: ctx.status_replicas,
                 target_usage_per_pod: target,
@@ -47,34 +63,8 @@ pub(super) async fn measure(
                 metric_selector: selector,
             })
             .await
-            .map_err(|e| {
-                named_fetch_failure(
-                    REASON,
-                    "failed to get %s external metric: %v",
-                    name,
-                    e,
-                    outer,
-                )
-            })?;
-        *status = external_status(
-            name,
-            selector,
-            MetricValueStatus {
-                average_value: Some(milli_quantity(r.usage)),
-                ..Default::default()
-            },
-        );
-        return Ok(MetricProposal {
-            replicas: r.replica_count,
-            metric_name,
-            timestamp: r.timestamp,
-            detail: Some(r.detail),
-        });
-    }
-    if let Some(v) = &src.target.value {
-        let target = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
-        let r = computer
-            .calculator
+            .map_err(|e| fail.named_fetch("failed to get %s external metric: %v", name, e)),
+        ValueTarget::Value => calculator
             .get_external_metric_replicas(ExternalMetricReplicasRequest {
                 current_replicas: ctx.spec_replicas,
                 target_usage: target,
@@ -85,45 +75,16 @@ pub(super) async fn measure(
                 pod_selector: ctx.selector,
             })
             .await
-            .map_err(|e| {
-                named_fetch_failure(
-                    REASON,
-                    "failed to get external metric %s: %v",
-                    name,
-                    e,
-                    outer,
-                )
-            })?;
-        *status = external_status(
-            name,
-            selector,
-            MetricValueStatus {
-                value: Some(milli_quantity(r.usage)),
-                ..Default::default()
-            },
-        );
-        return Ok(MetricProposal {
-            replicas: r.replica_count,
-            metric_name,
-            timestamp: r.timestamp,
-            detail: Some(r.detail),
-        });
-    }
-    let e = "invalid external metric source: neither a value target nor an average value target was set";
-    Err(failure(REASON, e.to_owned(), outer(e)))
-}
-
-fn external_status(
-    name: &str,
-    selector: Option<&LabelSelector>,
-    current: MetricValueStatus,
-) -> MetricStatus {
-    MetricStatus {
+            .map_err(|e| fail.named_fetch("failed to get external metric %s: %v", name, e)),
+    }?;
+    let status = MetricStatus {
         type_: "External".to_owned(),
         external: Some(ExternalMetricStatus {
             metric: identifier(name, selector),
-            current,
+            current: kind.current(r.usage),
         }),
         ..Default::default()
-    }
+    };
+    let metric_name = metric_names::external(name, selector, computer.selector_style);
+    Ok((status, proposal(r, metric_name)))
 }

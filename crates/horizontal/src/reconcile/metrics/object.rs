@@ -1,125 +1,87 @@
 //! `computeStatusForObjectMetric`: an Object metric with a `Value` or `AverageValue` target.
 
 use hpa_decision::conditions::MetricFailureReason;
-use hpa_decision::decision::{MetricFailure, MetricProposal, metric_names};
+use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_metrics::Selector;
 use hpa_replica_calculator::{ObjectMetricReplicasRequest, ObjectPerPodMetricReplicasRequest};
-use k8s_openapi::api::autoscaling::v2::{
-    MetricSpec, MetricStatus, MetricValueStatus, ObjectMetricStatus,
-};
+use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, ObjectMetricStatus};
 
 use super::{
-    MetricComputer, MetricContext, failure, identifier, milli_quantity, missing_source,
-    named_fetch_failure, quantity, wrap,
+    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
 };
 
+/// One Object metric: the target's `type` chooses between its `value` (the object's metric
+/// against the target, scaled by the ready pods) and its `averageValue` (the metric divided
+/// among the current replicas).
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
     ctx: &MetricContext<'_>,
-    status: &mut MetricStatus,
-) -> Result<MetricProposal, MetricFailure> {
-    const REASON: MetricFailureReason = MetricFailureReason::FailedGetObjectMetric;
+) -> Result<Measured, MetricFailure> {
     let outer = |e: &str| wrap("failed to get object metric value: %v", &[GoArg::error(e)]);
-    let Some(src) = spec.object.as_ref() else {
-        return Err(missing_source(REASON, outer));
+    let fail = Failures {
+        reason: MetricFailureReason::FailedGetObjectMetric,
+        outer: &outer,
     };
-    let metric_selector = Selector::from_optional_label_selector(src.metric.selector.as_ref())
-        .map_err(|e| {
-            let e = e.to_string();
-            failure(REASON, e.clone(), outer(&e))
-        })?;
+    let Some(src) = spec.object.as_ref() else {
+        return Err(fail.missing_source());
+    };
+    let metric_selector = fail.metric_selector(src.metric.selector.as_ref())?;
     let target = &src.target;
-    if target.type_ == "Value"
-        && let Some(v) = &target.value
-    {
-        let target_usage = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
-        let r = computer
-            .calculator
-            .get_object_metric_replicas(ObjectMetricReplicasRequest {
-                current_replicas: ctx.spec_replicas,
-                target_usage,
-                metric_name: &src.metric.name,
-                tolerances: ctx.tolerances,
-                namespace: ctx.namespace,
-                object_ref: &src.described_object,
-                selector: ctx.selector,
-                metric_selector: &metric_selector,
-            })
-            .await
-            .map_err(|e| {
-                let e = e.to_string();
-                failure(REASON, e.clone(), outer(&e))
-            })?;
-        *status = MetricStatus {
-            type_: "Object".to_owned(),
-            object: Some(ObjectMetricStatus {
-                described_object: src.described_object.clone(),
-                metric: identifier(&src.metric.name, src.metric.selector.as_ref()),
-                current: MetricValueStatus {
-                    value: Some(milli_quantity(r.usage)),
-                    ..Default::default()
-                },
-            }),
-            ..Default::default()
-        };
-        return Ok(MetricProposal {
-            replicas: r.replica_count,
-            metric_name: metric_names::object(&src.described_object.kind, &src.metric.name),
-            timestamp: r.timestamp,
-            detail: Some(r.detail),
-        });
-    }
-    if target.type_ == "AverageValue"
-        && let Some(v) = &target.average_value
-    {
-        let target_usage = quantity(v).map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
-        let r = computer
-            .calculator
-            .get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
-                status_replicas: ctx.status_replicas,
-                target_average_usage: target_usage,
-                metric_name: &src.metric.name,
-                tolerances: ctx.tolerances,
-                namespace: ctx.namespace,
-                object_ref: &src.described_object,
-                metric_selector: &metric_selector,
-            })
-            .await
-            .map_err(|e| {
-                named_fetch_failure(
-                    REASON,
-                    "failed to get %s object metric: %v",
-                    &src.metric.name,
-                    e,
-                    outer,
-                )
-            })?;
-        *status = MetricStatus {
-            type_: "Object".to_owned(),
-            object: Some(ObjectMetricStatus {
-                described_object: src.described_object.clone(),
-                metric: identifier(&src.metric.name, src.metric.selector.as_ref()),
-                current: MetricValueStatus {
-                    average_value: Some(milli_quantity(r.usage)),
-                    ..Default::default()
-                },
-            }),
-            ..Default::default()
-        };
-        return Ok(MetricProposal {
-            replicas: r.replica_count,
-            metric_name: metric_names::external(
-                &src.metric.name,
-                src.metric.selector.as_ref(),
-                computer.selector_style,
-            ),
-            timestamp: r.timestamp,
-            detail: Some(r.detail),
-        });
-    }
-    let e =
-        "invalid object metric source: neither a value target nor an average value target was set";
-    Err(failure(REASON, e.to_owned(), outer(e)))
+    let (kind, target) = match (target.type_.as_str(), &target.value, &target.average_value) {
+        ("Value", Some(v), _) => (ValueTarget::Value, v),
+        ("AverageValue", _, Some(v)) => (ValueTarget::AverageValue, v),
+        _ => {
+            return Err(fail.failure(
+                "invalid object metric source: neither a value target nor an average value target was set",
+            ));
+        }
+    };
+    let target_usage = fail.quantity(target)?;
+    let name = src.metric.name.as_str();
+    let calculator = computer.calculator;
+    let (r, metric_name) = match kind {
+        ValueTarget::Value => (
+            calculator
+                .get_object_metric_replicas(ObjectMetricReplicasRequest {
+                    current_replicas: ctx.spec_replicas,
+                    target_usage,
+                    metric_name: name,
+                    tolerances: ctx.tolerances,
+                    namespace: ctx.namespace,
+                    object_ref: &src.described_object,
+                    selector: ctx.selector,
+                    metric_selector: &metric_selector,
+                })
+                .await
+                .map_err(|e| fail.failure(e))?,
+            metric_names::object(&src.described_object.kind, name),
+        ),
+        // Upstream names an AverageValue Object metric as it names an External one.
+        ValueTarget::AverageValue => (
+            calculator
+                .get_object_per_pod_metric_replicas(ObjectPerPodMetricReplicasRequest {
+                    status_replicas: ctx.status_replicas,
+                    target_average_usage: target_usage,
+                    metric_name: name,
+                    tolerances: ctx.tolerances,
+                    namespace: ctx.namespace,
+                    object_ref: &src.described_object,
+                    metric_selector: &metric_selector,
+                })
+                .await
+                .map_err(|e| fail.named_fetch("failed to get %s object metric: %v", name, e))?,
+            metric_names::external(name, src.metric.selector.as_ref(), computer.selector_style),
+        ),
+    };
+    let status = MetricStatus {
+        type_: "Object".to_owned(),
+        object: Some(ObjectMetricStatus {
+            described_object: src.described_object.clone(),
+            metric: identifier(name, src.metric.selector.as_ref()),
+            current: kind.current(r.usage),
+        }),
+        ..Default::default()
+    };
+    Ok((status, proposal(r, metric_name)))
 }

@@ -1,37 +1,36 @@
 //! `computeStatusForPodsMetric`: a Pods metric with an `AverageValue` target.
 
 use hpa_decision::conditions::MetricFailureReason;
-use hpa_decision::decision::{MetricFailure, MetricProposal, metric_names};
+use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_metrics::Selector;
 use hpa_replica_calculator::MetricReplicasRequest;
-use k8s_openapi::api::autoscaling::v2::{
-    MetricSpec, MetricStatus, MetricValueStatus, PodsMetricStatus,
-};
+use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, PodsMetricStatus};
 
 use super::{
-    MetricComputer, MetricContext, failure, identifier, milli_quantity, missing_source,
-    target_milli, wrap,
+    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
 };
 
+/// One Pods metric: the average per pod against the target average value.
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
     ctx: &MetricContext<'_>,
-    status: &mut MetricStatus,
-) -> Result<MetricProposal, MetricFailure> {
-    const REASON: MetricFailureReason = MetricFailureReason::FailedGetPodsMetric;
+) -> Result<Measured, MetricFailure> {
     let outer = |e: &str| wrap("failed to get pods metric value: %v", &[GoArg::error(e)]);
-    let Some(src) = spec.pods.as_ref() else {
-        return Err(missing_source(REASON, outer));
+    let fail = Failures {
+        reason: MetricFailureReason::FailedGetPodsMetric,
+        outer: &outer,
     };
-    let metric_selector = Selector::from_optional_label_selector(src.metric.selector.as_ref())
-        .map_err(|e| {
-            let e = e.to_string();
-            failure(REASON, e.clone(), outer(&e))
-        })?;
-    let target_usage = target_milli(&src.target, |t| t.average_value.as_ref())
-        .map_err(|e| failure(REASON, e.clone(), outer(&e)))?;
+    let Some(src) = spec.pods.as_ref() else {
+        return Err(fail.missing_source());
+    };
+    let metric_selector = fail.metric_selector(src.metric.selector.as_ref())?;
+    // A missing target reads as zero (Go's nil `MilliValue` would panic; API validation
+    // requires it).
+    let target_usage = match &src.target.average_value {
+        Some(q) => fail.quantity(q)?,
+        None => 0,
+    };
     let r = computer
         .calculator
         .get_metric_replicas(
@@ -47,25 +46,14 @@ pub(super) async fn measure(
             ctx.now,
         )
         .await
-        .map_err(|e| {
-            let e = e.to_string();
-            failure(REASON, e.clone(), outer(&e))
-        })?;
-    *status = MetricStatus {
+        .map_err(|e| fail.failure(e))?;
+    let status = MetricStatus {
         type_: "Pods".to_owned(),
         pods: Some(PodsMetricStatus {
             metric: identifier(&src.metric.name, src.metric.selector.as_ref()),
-            current: MetricValueStatus {
-                average_value: Some(milli_quantity(r.usage)),
-                ..Default::default()
-            },
+            current: ValueTarget::AverageValue.current(r.usage),
         }),
         ..Default::default()
     };
-    Ok(MetricProposal {
-        replicas: r.replica_count,
-        metric_name: metric_names::pods(&src.metric.name),
-        timestamp: r.timestamp,
-        detail: Some(r.detail),
-    })
+    Ok((status, proposal(r, metric_names::pods(&src.metric.name))))
 }

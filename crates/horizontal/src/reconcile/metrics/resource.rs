@@ -1,54 +1,53 @@
 //! `computeStatusForResourceMetric` and `computeStatusForContainerResourceMetric`: a
-//! Resource or ContainerResource metric with a `Utilization` or `AverageValue` target.
+//! Resource or ContainerResource metric with an `AverageValue` or `Utilization` target.
 
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, MetricProposal, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_replica_calculator::{
-    CalculatorError, RawResourceReplicasRequest, ResourceReplicasRequest,
-};
+use hpa_metrics::Quantity;
+use hpa_replica_calculator::{RawResourceReplicasRequest, ResourceReplicasRequest};
 use k8s_openapi::api::autoscaling::v2::{
     ContainerResourceMetricStatus, MetricSpec, MetricStatus, MetricValueStatus,
     ResourceMetricStatus,
 };
 
-use super::{
-    MetricComputer, MetricContext, failure, missing_source, quantity, resource_quantity, wrap,
-};
+use super::{Failures, Measured, MetricComputer, MetricContext, proposal, wrap};
 
+/// One Resource metric, or with `container_metric` one ContainerResource metric: an
+/// `averageValue` target is checked first (raw usage per pod), then an
+/// `averageUtilization` one (percent of the requests).
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
     ctx: &MetricContext<'_>,
-    status: &mut MetricStatus,
     container_metric: bool,
-) -> Result<MetricProposal, MetricFailure> {
+) -> Result<Measured, MetricFailure> {
+    let identity = |e: &str| e.to_owned();
     let (reason, resource, container, target) = if container_metric {
+        let reason = MetricFailureReason::FailedGetContainerResourceMetric;
         let Some(src) = spec.container_resource.as_ref() else {
-            return Err(missing_source(
-                MetricFailureReason::FailedGetContainerResourceMetric,
-                |e| e.to_owned(),
-            ));
+            return Err(Failures {
+                reason,
+                outer: &identity,
+            }
+            .missing_source());
         };
         (
-            MetricFailureReason::FailedGetContainerResourceMetric,
+            reason,
             src.name.as_str(),
             Some(src.container.as_str()),
             &src.target,
         )
     } else {
+        let reason = MetricFailureReason::FailedGetResourceMetric;
         let Some(src) = spec.resource.as_ref() else {
-            return Err(missing_source(
-                MetricFailureReason::FailedGetResourceMetric,
-                |e| e.to_owned(),
-            ));
+            return Err(Failures {
+                reason,
+                outer: &identity,
+            }
+            .missing_source());
         };
-        (
-            MetricFailureReason::FailedGetResourceMetric,
-            src.name.as_str(),
-            None,
-            &src.target,
-        )
+        (reason, src.name.as_str(), None, &src.target)
     };
     let outer = |e: &str| match container {
         Some(c) => wrap(
@@ -60,9 +59,12 @@ pub(super) async fn measure(
             &[GoArg::str(resource), GoArg::error(e)],
         ),
     };
-    let fail = |inner: String| failure(reason, inner.clone(), outer(&inner));
+    let fail = Failures {
+        reason,
+        outer: &outer,
+    };
     let (current, proposal) = if let Some(v) = &target.average_value {
-        let target_usage = quantity(v).map_err(&fail)?;
+        let target_usage = fail.quantity(v)?;
         let r = computer
             .calculator
             .get_raw_resource_replicas(
@@ -79,7 +81,7 @@ pub(super) async fn measure(
             )
             .await
             .map_err(|e| {
-                fail(wrap(
+                fail.failure(wrap(
                     "failed to get %s usage: %v",
                     &[GoArg::str(resource), GoArg::error(e.to_string())],
                 ))
@@ -89,12 +91,7 @@ pub(super) async fn measure(
                 average_value: Some(resource_quantity(resource, r.usage)),
                 ..Default::default()
             },
-            MetricProposal {
-                replicas: r.replica_count,
-                metric_name: metric_names::resource(resource),
-                timestamp: r.timestamp,
-                detail: Some(r.detail),
-            },
+            proposal(r, metric_names::resource(resource)),
         )
     } else if let Some(u) = target.average_utilization {
         let r = computer
@@ -112,8 +109,8 @@ pub(super) async fn measure(
                 ctx.now,
             )
             .await
-            .map_err(|e: CalculatorError| {
-                fail(wrap(
+            .map_err(|e| {
+                fail.failure(wrap(
                     "failed to get %s utilization: %v",
                     &[GoArg::str(resource), GoArg::error(e.to_string())],
                 ))
@@ -136,11 +133,11 @@ pub(super) async fn measure(
             },
         )
     } else {
-        return Err(fail(
-            "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set".to_owned(),
+        return Err(fail.failure(
+            "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set",
         ));
     };
-    *status = match container {
+    let status = match container {
         Some(c) => MetricStatus {
             type_: "ContainerResource".to_owned(),
             container_resource: Some(ContainerResourceMetricStatus {
@@ -159,5 +156,19 @@ pub(super) async fn measure(
             ..Default::default()
         },
     };
-    Ok(proposal)
+    Ok((status, proposal))
+}
+
+/// `buildQuantity` (v1.34+, kubernetes#132351): resource metric values print in BinarySI for
+/// memory (`156250Ki`) and DecimalSI otherwise.
+fn resource_quantity(
+    resource: &str,
+    milli: i64,
+) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
+    let format = if resource == "memory" {
+        hpa_metrics::Format::BinarySI
+    } else {
+        hpa_metrics::Format::DecimalSI
+    };
+    Quantity::from_milli_with_format(milli, format).to_k8s()
 }
