@@ -34,28 +34,60 @@ use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
 use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
 use hpa_decision::gofmt::SelectorStyle;
+use hpa_decision::labels::ErrorKind;
 use hpa_decision::state::HpaState;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
 
 /// An error a reconcile returns (logged by the worker; the key keeps its normal cadence).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// `Display` is upstream's text; the error it wraps, if any, is its `source()` (its text is
+/// already part of the message, as Go's `fmt.Errorf("...: %v", err)` puts it there).
+#[derive(Debug, Clone)]
 pub struct ReconcileError {
+    /// The reconciliation `error` label's kind: `Spec` when upstream's error wraps `errSpec`.
+    pub kind: ErrorKind,
     /// The error text, as upstream's.
     pub message: String,
-    /// Whether it wraps upstream's `errSpec` (reconciliation error label `spec`).
-    pub spec: bool,
+    /// The error this one wraps.
+    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ReconcileError {
-    /// An `internal` error.
+    /// An `internal` error with no underlying error.
     pub fn internal(message: impl Into<String>) -> Self {
         ReconcileError {
+            kind: ErrorKind::Internal,
             message: message.into(),
-            spec: false,
+            source: None,
         }
+    }
+
+    /// An error of `kind` whose text `message` wraps `source`.
+    pub fn wrapping(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ReconcileError {
+            kind,
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl std::fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 

@@ -119,8 +119,7 @@ impl Reconciler {
         let (action, result) = self.reconcile_steps(shared, key).await;
         let error = match &result {
             Ok(()) => ErrorLabel::None,
-            Err(e) if e.spec => ErrorLabel::Spec,
-            Err(_) => ErrorLabel::Internal,
+            Err(e) => e.kind.label(),
         };
         self.monitor
             .observe_reconciliation_result(action, error, start.elapsed());

@@ -4,6 +4,7 @@
 //! upstream `pkg/controller/podautoscaler/horizontal.go` does.
 
 use hpa_decision::gofmt::{GoArg, sprintf};
+use hpa_decision::labels::ErrorKind;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
@@ -22,6 +23,18 @@ pub(super) struct ScaleReadFailure {
     pub(super) error: ReconcileError,
 }
 
+impl ScaleReadFailure {
+    /// `fmt.Errorf(format, args..., err)`: the reconcile's error of `kind` wraps `err`.
+    fn new(kind: ErrorKind, format: &str, args: &[GoArg<'_>], err: ScaleError) -> Self {
+        let mut all = args.to_vec();
+        all.push(GoArg::error(err.message.as_str()));
+        ScaleReadFailure {
+            message: err.message.clone(),
+            error: ReconcileError::wrapping(kind, sprintf(format, &all), err),
+        }
+    }
+}
+
 /// Reads the scale of `hpa`'s target (`reference` is its `kind/namespace/name`), with the
 /// mapping it was read through (the one to write back through).
 pub(super) async fn read_scale(
@@ -32,34 +45,35 @@ pub(super) async fn read_scale(
     let target = &hpa.spec.scale_target_ref;
     let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
     let (group, _version) = parse_group_version(target.api_version.as_deref().unwrap_or(""))
-        .map_err(|e| ScaleReadFailure {
-            error: ReconcileError {
-                message: sprintf(
-                    "invalid API version in scale target reference: %v",
-                    &[GoArg::error(e.message.as_str())],
-                ),
-                spec: true,
-            },
-            message: e.message,
+        .map_err(|e| {
+            // Upstream wraps `errSpec` here: the reconciliation error label is `spec`.
+            ScaleReadFailure::new(
+                ErrorKind::Spec,
+                "invalid API version in scale target reference: %v",
+                &[],
+                e,
+            )
         })?;
     let mappings = client
         .rest_mappings(&group, &target.kind)
         .await
-        .map_err(|e| ScaleReadFailure {
-            error: ReconcileError::internal(sprintf(
+        .map_err(|e| {
+            ScaleReadFailure::new(
+                ErrorKind::Internal,
                 "unable to determine resource for scale target reference: %v",
-                &[GoArg::error(e.message.as_str())],
-            )),
-            message: e.message,
+                &[],
+                e,
+            )
         })?;
     scale_for_resource_mappings(client, namespace, &target.name, &mappings)
         .await
-        .map_err(|e| ScaleReadFailure {
-            error: ReconcileError::internal(sprintf(
+        .map_err(|e| {
+            ScaleReadFailure::new(
+                ErrorKind::Internal,
                 "failed to query scale subresource for %s: %v",
-                &[GoArg::str(reference), GoArg::error(e.message.as_str())],
-            )),
-            message: e.message,
+                &[GoArg::str(reference)],
+                e,
+            )
         })
 }
 
@@ -97,5 +111,105 @@ pub(super) async fn update_scale_on_conflict(
         }
         attempt += 1;
         tokio::time::sleep(BACKOFF).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::error::Error as _;
+
+    use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    /// Discovery knows no kind; the scale subresource is never reached.
+    struct NoKinds;
+
+    #[async_trait::async_trait]
+    impl ScaleClient for NoKinds {
+        async fn rest_mappings(
+            &self,
+            group: &str,
+            kind: &str,
+        ) -> Result<Vec<ResourceMapping>, ScaleError> {
+            Err(crate::scale_client::no_kind_match(group, kind))
+        }
+
+        async fn get_scale(
+            &self,
+            _namespace: &str,
+            _mapping: &ResourceMapping,
+            _name: &str,
+        ) -> Result<Scale, ScaleError> {
+            Err(ScaleError::new("get_scale is not reached"))
+        }
+
+        async fn update_scale(
+            &self,
+            _namespace: &str,
+            _mapping: &ResourceMapping,
+            _scale: &Scale,
+        ) -> Result<Scale, ScaleError> {
+            Err(ScaleError::new("update_scale is not reached"))
+        }
+    }
+
+    fn hpa_targeting(api_version: &str) -> HorizontalPodAutoscaler {
+        HorizontalPodAutoscaler {
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some("web".into()),
+                ..Default::default()
+            },
+            spec: k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec {
+                scale_target_ref: CrossVersionObjectReference {
+                    api_version: Some(api_version.into()),
+                    kind: "Widget".into(),
+                    name: "web".into(),
+                },
+                max_replicas: 3,
+                ..Default::default()
+            },
+            status: None,
+        }
+    }
+
+    /// A malformed `scaleTargetRef.apiVersion` is upstream's `errSpec` (label `spec`); the
+    /// parse error is both the event's text and the reconcile error's source.
+    #[tokio::test]
+    async fn invalid_api_version_is_a_spec_error_wrapping_the_parse_error() {
+        let f = read_scale(&NoKinds, &hpa_targeting("a/b/c"), "Widget/ns/web")
+            .await
+            .unwrap_err();
+        assert_eq!(f.message, "unexpected GroupVersion string: a/b/c");
+        assert_eq!(f.error.kind, ErrorKind::Spec);
+        assert_eq!(
+            f.error.to_string(),
+            "invalid API version in scale target reference: unexpected GroupVersion string: a/b/c"
+        );
+        assert_eq!(
+            f.error.source().map(ToString::to_string).as_deref(),
+            Some("unexpected GroupVersion string: a/b/c")
+        );
+    }
+
+    /// A kind discovery does not know is an `internal` error wrapping the RESTMapper's.
+    #[tokio::test]
+    async fn unknown_kind_is_an_internal_error_wrapping_the_mapper_error() {
+        let f = read_scale(&NoKinds, &hpa_targeting("example.com/v1"), "Widget/ns/web")
+            .await
+            .unwrap_err();
+        assert_eq!(f.error.kind, ErrorKind::Internal);
+        assert_eq!(
+            f.error.to_string(),
+            "unable to determine resource for scale target reference: no matches for kind \"Widget\" in group \"example.com\""
+        );
+        assert_eq!(
+            f.error.source().map(ToString::to_string).as_deref(),
+            Some("no matches for kind \"Widget\" in group \"example.com\"")
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 use dashmap::DashMap;
 use hpa_decision::decision::status_update_failure;
+use hpa_decision::labels::ErrorKind;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Api;
 use kube::api::PostParams;
@@ -110,7 +111,7 @@ impl StatusWriter {
                 let text = crate::scale_client::kube_error_text(&e).message;
                 let (event, error) = status_update_failure(&name, &text);
                 recorder.record(hpa, &event);
-                Err(ReconcileError::internal(error))
+                Err(ReconcileError::wrapping(ErrorKind::Internal, error, e))
             }
         }
     }

@@ -13,6 +13,7 @@ mod resource;
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, MetricProposal, MetricResult};
 use hpa_decision::gofmt::{GoArg, sprintf};
+use hpa_decision::labels::ErrorKind;
 use hpa_metrics::{Quantity, Selector};
 use hpa_replica_calculator::{MetricReplicas, ReplicaCalculator, Tolerances};
 use jiff::Timestamp;
@@ -97,7 +98,7 @@ impl Failures<'_> {
             reason: self.reason,
             condition_error: err,
             error,
-            spec_error: false,
+            kind: ErrorKind::Internal,
         }
     }
 
@@ -111,7 +112,7 @@ impl Failures<'_> {
             reason: self.reason,
             error: (self.outer)(&inner),
             condition_error: err,
-            spec_error: false,
+            kind: ErrorKind::Internal,
         }
     }
 
