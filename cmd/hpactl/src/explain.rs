@@ -119,7 +119,7 @@ pub fn run(args: ExplainArgs) -> ExitCode {
     };
     match runtime.block_on(explain(&args)) {
         Ok(text) => {
-            print!("{text}");
+            crate::out::text(&text);
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -22,12 +22,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use hpa_fixtures::bench::{self, BenchConfig, ControllerRun};
-use hpa_fixtures::demo::{self, DemoConfig, GoDuration};
 use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
+mod demo;
 mod explain;
+mod out;
+
+use demo::{DemoConfig, GoDuration};
+
+use out::outln;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -353,9 +358,9 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
     }
     if check {
         for (file, s) in &loaded {
-            println!("OK {} ({})", s.name, file.display());
+            outln!("OK {} ({})", s.name, file.display());
         }
-        println!("{} valid", loaded.len());
+        outln!("{} valid", loaded.len());
         // Freeing a big scenario object by object takes seconds; the process ends here.
         std::mem::forget(loaded);
         return ExitCode::SUCCESS;
@@ -393,7 +398,7 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
                 }],
             });
         for line in outcome.render() {
-            println!("{line}");
+            outln!("{line}");
         }
         if outcome.passed() {
             passed += 1;
@@ -401,7 +406,7 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
             failed += 1;
         }
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -460,11 +465,8 @@ fn run_demo(file: Option<&Path>, config: DemoConfig) -> ExitCode {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    // A closed pipe (`hpactl demo | head`) just drops the rest of the output.
-    let mut print = |line: &str| {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), "{line}");
-    };
+    // A closed pipe (`hpactl demo | head`) ends the demo quietly.
+    let mut print = |line: &str| outln!("{line}");
     match runtime.block_on(demo::run(&scenario, config, &mut print)) {
         Ok(_) => ExitCode::SUCCESS,
         Err(
@@ -529,7 +531,10 @@ fn generate_cmd(config: &GenerateConfig, out: Option<&Path>) -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|f| write_doc(std::io::BufWriter::new(f), &doc, json))
             .map_err(|e| e.context(format!("writing {}", path.display()))),
-        None => write_doc(std::io::stdout().lock(), &doc, false),
+        // Through `out`: a closed pipe (`hpactl generate | head`) ends quietly.
+        None => serde_saphyr::to_string(&doc)
+            .map(|text| out::text(&text))
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -621,7 +626,7 @@ fn bench_cmd(args: BenchArgs) -> ExitCode {
     };
     match printed {
         Ok(text) => {
-            println!("{text}");
+            outln!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -713,7 +718,7 @@ fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
     }
     match simulate::write_outputs(&runs, out, &title) {
         Ok(()) => {
-            println!(
+            outln!(
                 "wrote {} and {}",
                 out.join("simulation.csv").display(),
                 out.join("simulation.svg").display()

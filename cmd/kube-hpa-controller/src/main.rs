@@ -15,6 +15,9 @@ use kube_hpa_controller::app::{self, Outcome};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The most worker threads the async runtime starts (fewer on a smaller node).
+const MAX_RUNTIME_THREADS: usize = 4;
+
 fn main() -> ExitCode {
     let parsed = match Options::parse_args(std::env::args_os()) {
         Ok(p) => p,
@@ -34,7 +37,14 @@ fn main() -> ExitCode {
         eprintln!("Error: {e}");
         return ExitCode::from(2);
     }
+    // At most four runtime threads: the controller waits on the API server far more than it
+    // computes (0.12 of a core at 10,000 HPAs, docs/benchmarks.md), and each thread keeps its
+    // own allocator caches, so more threads on a large node would only add resident memory.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(MAX_RUNTIME_THREADS);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
         .enable_all()
         .build()
     {

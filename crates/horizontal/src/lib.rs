@@ -14,20 +14,36 @@
 //! by [`explain`], exported as dashboard series by [`explain_metrics`]), and shadow mode
 //! compares decisions with the active controller's status without writing ([`shadow`]).
 
-pub use controller::{ControllerConfig, ControllerParts, HorizontalController, ReconcileError};
+//! The public surface: the controller and what builds it ([`HorizontalController`],
+//! [`ControllerParts`], [`ControllerConfig`]), its errors, the scale client the binary wires
+//! in ([`KubeScaleClient`]), the recorder's emissions ([`EmittedEvent`]), the traces and their
+//! text ([`DecisionTrace`], [`TraceStore`], [`explain`]), shadow comparisons ([`ShadowStore`]),
+//! the controller's Prometheus metrics ([`monitor`]) and the per-metric computation shared with
+//! `hpactl simulate` ([`MetricComputer`]). The caches, projections, selector registry, metric
+//! batching and dashboard series are internal.
 
-pub mod caches;
+pub use controller::{
+    ControllerConfig, ControllerError, ControllerParts, HorizontalController, ReconcileError,
+    resolve_version,
+};
+pub use reconcile::{MetricComputer, MetricContext};
+pub use recorder::{EmittedEvent, Recorder};
+pub use scale_client::KubeScaleClient;
+pub use shadow::{ShadowRecord, ShadowStore};
+pub use trace::{DecisionTrace, TRACE_VERSION, TraceStore};
+
+mod caches;
 pub mod controller;
 pub mod explain;
-pub mod explain_metrics;
-pub mod metrics_batch;
+mod explain_metrics;
+mod metrics_batch;
 pub mod monitor;
-pub mod pod_projection;
+mod pod_projection;
 pub mod reconcile;
 pub mod recorder;
-pub mod scale_cache;
+mod scale_cache;
 pub mod scale_client;
-pub mod scale_projection;
-pub mod selectors;
+mod scale_projection;
+mod selectors;
 pub mod shadow;
 pub mod trace;

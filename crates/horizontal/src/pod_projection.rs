@@ -180,11 +180,6 @@ impl PodProjection {
         }
     }
 
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// `metadata.resourceVersion`.
     pub fn resource_version(&self) -> &str {
         &self.resource_version

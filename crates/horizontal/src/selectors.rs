@@ -126,6 +126,7 @@ impl<S: LabelMatcher> SelectorRegistry<S> {
     }
 
     /// Whether `key` is registered.
+    #[cfg(test)]
     pub fn contains(&self, key: &HpaKey) -> bool {
         self.namespaces
             .get(&key.namespace)
@@ -133,16 +134,13 @@ impl<S: LabelMatcher> SelectorRegistry<S> {
     }
 
     /// The number of registered HPAs.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.namespaces.iter().map(|e| e.value().len()).sum()
     }
 
-    /// Whether no HPA is registered.
-    pub fn is_empty(&self) -> bool {
-        self.namespaces.iter().all(|e| e.value().is_empty())
-    }
-
     /// The number of namespaces with registered HPAs.
+    #[cfg(test)]
     pub fn namespaces(&self) -> usize {
         self.namespaces.len()
     }
