@@ -435,3 +435,91 @@ async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
         informer.abort();
     }
 }
+
+/// Every target is a Deployment with 3 replicas; every scale write is refused.
+struct RefusesWrites;
+
+#[async_trait::async_trait]
+impl ScaleClient for RefusesWrites {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        ThreeReplicas.get_scale(namespace, mapping, name).await
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        _scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        Err(ScaleError {
+            message: "deployments.apps \"web-0\" is forbidden".into(),
+            code: Some(403),
+        })
+    }
+}
+
+/// A failed rescale (3 replicas above `maxReplicas: 2`, no metrics needed) returns upstream's
+/// `failed to rescale` text, of kind `internal`, with the scale write's error as its source.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failed_rescale_keeps_the_write_error_as_its_source() {
+    use std::error::Error as _;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(RefusesWrites)),
+        config: ControllerConfig::from_options(
+            &hpa_config::Options::from_flag_map(&Default::default())
+                .unwrap()
+                .options,
+        ),
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let inner = controller.inner.clone();
+    let writers = inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(
+        events,
+        writers.hpas,
+        handler,
+        Duration::ZERO,
+    ));
+    for e in [
+        watcher::Event::Init,
+        watcher::Event::InitApply(hpa(0)),
+        watcher::Event::InitDone,
+    ] {
+        tx.send(Ok(e)).unwrap();
+    }
+    settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
+    let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal);
+    assert_eq!(
+        err.to_string(),
+        "failed to rescale Deployment/ns-0/web-0: deployments.apps \"web-0\" is forbidden"
+    );
+    assert_eq!(
+        err.source().map(ToString::to_string).as_deref(),
+        Some("deployments.apps \"web-0\" is forbidden")
+    );
+    informer.abort();
+}

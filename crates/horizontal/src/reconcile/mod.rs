@@ -38,7 +38,7 @@ use hpa_decision::decision::{
     SelectorFailure, decide, scale_target_reference,
 };
 use hpa_decision::events::HpaEvent;
-use hpa_decision::labels::{ActionLabel, ErrorLabel};
+use hpa_decision::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use hpa_decision::state::HpaState;
 use hpa_decision::status::status_semantically_equal;
 use hpa_decision::tolerance::tolerances_for_hpa;
@@ -221,6 +221,8 @@ impl Reconciler {
         }
 
         let shadow = self.config.shadow;
+        // A failed scale write, kept as the source of the reconcile's `failed to rescale` error.
+        let mut rescale_error = None;
         let rescale = if decision.rescale && shadow {
             // Shadow mode writes nothing; the decision is rendered as the active controller
             // renders it after a successful write, so that the two can be compared.
@@ -236,12 +238,15 @@ impl Reconciler {
             .await
             {
                 Ok(()) => RescaleResult::Succeeded,
-                Err(e) => RescaleResult::Failed(e.message),
+                Err(e) => {
+                    let failed = RescaleResult::Failed(e.message.clone());
+                    rescale_error = Some(e);
+                    failed
+                }
             }
         } else {
             RescaleResult::NotAttempted
         };
-        let rescale_failed = matches!(rescale, RescaleResult::Failed(_));
         let outcome = decision.complete(&self.state, &original, rescale.clone());
         for e in outcome.events.iter().skip(decision.events.len()) {
             self.record_event(&hpa, e);
@@ -285,18 +290,20 @@ impl Reconciler {
         for e in &outcome.events_after_status {
             self.record_event(&hpa, e);
         }
-        let replaces = decision.failure.is_none() && !rescale_failed;
+        let replaces = decision.failure.is_none() && rescale_error.is_none();
+        // The decision's error: after a failed scale write it is `failed to rescale %s: %v`
+        // around that write's error; otherwise the metrics' text, with no error value to keep.
+        let decision_error = |message: String| match rescale_error {
+            Some(source) => ReconcileError::wrapping(ErrorKind::Internal, message, source),
+            None => ReconcileError::internal(message),
+        };
         let result = match status_result {
             Err(err) if replaces => Err(err),
             Err(err) => {
                 tracing::error!(HPA = key, error = %err, "updating status");
-                outcome
-                    .error
-                    .map_or(Ok(()), |e| Err(ReconcileError::internal(e)))
+                outcome.error.map_or(Ok(()), |e| Err(decision_error(e)))
             }
-            Ok(()) => outcome
-                .error
-                .map_or(Ok(()), |e| Err(ReconcileError::internal(e))),
+            Ok(()) => outcome.error.map_or(Ok(()), |e| Err(decision_error(e))),
         };
         (outcome.action, result)
     }
