@@ -26,7 +26,7 @@ use crate::conditions::{
 };
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
-use crate::labels::{ActionLabel, ErrorLabel};
+use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use crate::normalize::Normalization;
 use crate::state::HpaState;
 use crate::status::{
@@ -169,9 +169,9 @@ pub struct MetricFailure {
     pub condition_error: String,
     /// The error returned upward (e.g. `failed to get cpu resource metric value: ...`).
     pub error: String,
-    /// Whether the error wraps upstream's `errSpec` (unknown metric source type): the
-    /// metric-computation error label is then `spec`.
-    pub spec_error: bool,
+    /// `Spec` when the error wraps upstream's `errSpec` (unknown metric source type), else
+    /// `Internal`: the metric-computation `error` label.
+    pub kind: ErrorKind,
 }
 
 impl MetricFailure {
@@ -184,7 +184,7 @@ impl MetricFailure {
             reason: MetricFailureReason::InvalidMetricSourceType,
             condition_error: err.clone(),
             error: err,
-            spec_error: true,
+            kind: ErrorKind::Spec,
         }
     }
 }
@@ -214,8 +214,7 @@ impl MetricResult {
     pub fn error_label(&self) -> ErrorLabel {
         match &self.outcome {
             Ok(_) => ErrorLabel::None,
-            Err(f) if f.spec_error => ErrorLabel::Spec,
-            Err(_) => ErrorLabel::Internal,
+            Err(f) => f.kind.label(),
         }
     }
 }

@@ -44,6 +44,26 @@ pub enum ErrorLabel {
     None,
 }
 
+/// What kind of error a reconcile or a metric computation returned, as upstream's
+/// reconciliation and metric-computation `error` labels tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The error wraps upstream's `errSpec` (an invalid HPA spec): label `spec`.
+    Spec,
+    /// Any other error: label `internal`.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The `error` label of an error of this kind.
+    pub fn label(self) -> ErrorLabel {
+        match self {
+            ErrorKind::Spec => ErrorLabel::Spec,
+            ErrorKind::Internal => ErrorLabel::Internal,
+        }
+    }
+}
+
 impl ErrorLabel {
     /// The label value.
     pub fn as_str(self) -> &'static str {

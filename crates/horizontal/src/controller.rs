@@ -25,6 +25,7 @@ use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key
 use crate::explain_metrics::ExplainMetrics;
 use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
+use crate::reconcile::{Reconciler, StatusWriter};
 use crate::recorder::Recorder;
 use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
@@ -33,28 +34,60 @@ use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
 use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
 use hpa_decision::gofmt::SelectorStyle;
+use hpa_decision::labels::ErrorKind;
 use hpa_decision::state::HpaState;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
 
 /// An error a reconcile returns (logged by the worker; the key keeps its normal cadence).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// `Display` is upstream's text; the error it wraps, if any, is its `source()` (its text is
+/// already part of the message, as Go's `fmt.Errorf("...: %v", err)` puts it there).
+#[derive(Debug, Clone)]
 pub struct ReconcileError {
+    /// The reconciliation `error` label's kind: `Spec` when upstream's error wraps `errSpec`.
+    pub kind: ErrorKind,
     /// The error text, as upstream's.
     pub message: String,
-    /// Whether it wraps upstream's `errSpec` (reconciliation error label `spec`).
-    pub spec: bool,
+    /// The error this one wraps.
+    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ReconcileError {
-    /// An `internal` error.
+    /// An `internal` error with no underlying error.
     pub fn internal(message: impl Into<String>) -> Self {
         ReconcileError {
+            kind: ErrorKind::Internal,
             message: message.into(),
-            spec: false,
+            source: None,
         }
+    }
+
+    /// An error of `kind` whose text `message` wraps `source`.
+    pub fn wrapping(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ReconcileError {
+            kind,
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl std::fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -256,32 +289,16 @@ pub enum ControllerError {
     CacheSync(String),
 }
 
+/// What the controller's handle shares: the reconcile, the queue it is fed from, and the
+/// informers' tasks.
 pub(crate) struct Inner {
-    pub(crate) client: kube::Client,
+    pub(crate) reconciler: Reconciler,
     informer_client: kube::Client,
-    pub(crate) scale_client: Arc<dyn ScaleClient>,
     scale_targets: Option<Arc<ScaleTargetCache>>,
-    pub(crate) calculator: ReplicaCalculator,
-    pub(crate) caches: Caches,
     writers: Mutex<Option<CacheWriters>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    pub(crate) state: HpaState,
-    pub(crate) selectors: HpaSelectorRegistry,
-    pub(crate) recorder: Recorder,
-    pub(crate) monitor: Monitor,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) config: ControllerConfig,
-    pub(crate) decision_config: DecisionConfig,
     pub(crate) queue: RateLimitingQueue<String>,
     available_apis: Option<AvailableApis>,
-    pub(crate) last_decisions: DashMap<String, Decision>,
-    /// `StaleControllerConsistencyHPA` (1.37): per HPA key, the uid and resourceVersion of
-    /// this controller's last status write, which the informer must have seen before the HPA
-    /// is reconciled again.
-    pub(crate) written: DashMap<String, (String, u64)>,
-    pub(crate) traces: Arc<TraceStore>,
-    pub(crate) shadow: Arc<ShadowStore>,
-    pub(crate) explain_metrics: ExplainMetrics,
 }
 
 /// The horizontal pod autoscaler controller. Cheap to clone (a handle).
@@ -293,7 +310,7 @@ pub struct HorizontalController {
 impl std::fmt::Debug for HorizontalController {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HorizontalController")
-            .field("config", &self.inner.config)
+            .field("config", &self.inner.reconciler.config)
             .finish_non_exhaustive()
     }
 }
@@ -302,14 +319,24 @@ impl HpaEventHandler for Inner {
     fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
         // 1.37 (kubernetes#138294): a new HPA is reconciled at once (`queue.Add`); before,
         // one sync period later.
-        self.enqueue(hpa, self.config.version().at_least(KubeVersion::V1_37));
+        self.enqueue(
+            hpa,
+            self.reconciler
+                .config
+                .version()
+                .at_least(KubeVersion::V1_37),
+        );
     }
 
     fn on_update(&self, old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler) {
         // `updateHPA`: rate-limited, except in 1.37 with HPAGeneration when the spec changed
         // (the generation moved), which is reconciled at once (kubernetes#138294).
-        let spec_changed = self.config.version().at_least(KubeVersion::V1_37)
-            && self.config.gates.enabled(Feature::HpaGeneration)
+        let spec_changed = self
+            .reconciler
+            .config
+            .version()
+            .at_least(KubeVersion::V1_37)
+            && self.reconciler.config.gates.enabled(Feature::HpaGeneration)
             && old_generation != hpa.metadata.generation;
         self.enqueue(hpa, spec_changed);
     }
@@ -317,9 +344,9 @@ impl HpaEventHandler for Inner {
     fn on_delete(&self, key: &str) {
         self.queue.forget(&key.to_owned());
         if let Ok((ns, name)) = split_key(key)
-            && self.selectors.remove(&HpaKey::new(ns, name))
+            && self.reconciler.selectors.remove(&HpaKey::new(ns, name))
         {
-            self.monitor.observe_hpa_deletion();
+            self.reconciler.monitor.observe_hpa_deletion();
         }
     }
 }
@@ -338,8 +365,8 @@ impl Inner {
             hpa.metadata.namespace.clone().unwrap_or_default(),
             hpa.metadata.name.clone().unwrap_or_default(),
         );
-        if self.selectors.register_if_absent(hpa_key) {
-            self.monitor.observe_hpa_addition();
+        if self.reconciler.selectors.register_if_absent(hpa_key) {
+            self.reconciler.monitor.observe_hpa_addition();
         }
     }
 }
@@ -403,33 +430,42 @@ impl HorizontalController {
             Some(cache) => Arc::new(CachedScaleClient::new(scale_client, cache.clone())),
             None => scale_client,
         };
-        let inner = Inner {
+        let status_writer = StatusWriter::new(
+            parts.client.clone(),
+            parts
+                .config
+                .gates
+                .enabled(Feature::StaleControllerConsistencyHpa),
+        );
+        let reconciler = Reconciler {
             recorder: Recorder::new(
                 parts.client.clone(),
                 parts.clock.clone(),
                 parts.log_emissions,
             ),
-            informer_client,
-            client: parts.client,
             scale_client,
-            scale_targets,
             calculator,
             caches,
-            writers: Mutex::new(Some(writers)),
-            tasks: Mutex::new(Vec::new()),
             state: HpaState::new(),
             selectors: HpaSelectorRegistry::new(),
             monitor,
             clock: parts.clock,
             config: parts.config,
             decision_config,
-            queue,
-            available_apis: parts.available_apis,
             last_decisions: DashMap::new(),
-            written: DashMap::new(),
+            status_writer,
             traces: Arc::new(TraceStore::new()),
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,
+        };
+        let inner = Inner {
+            reconciler,
+            informer_client,
+            scale_targets,
+            writers: Mutex::new(Some(writers)),
+            tasks: Mutex::new(Vec::new()),
+            queue,
+            available_apis: parts.available_apis,
         };
         Ok(HorizontalController {
             inner: Arc::new(inner),
@@ -454,7 +490,7 @@ impl HorizontalController {
             self.inner.informer_client.clone(),
             writers,
             handler,
-            self.inner.config.sync_period(),
+            self.inner.reconciler.config.sync_period(),
         );
         self.inner
             .tasks
@@ -466,6 +502,7 @@ impl HorizontalController {
     /// Waits for the first list of both caches (`WaitForNamedCacheSync("HPA", ...)`).
     pub async fn wait_for_cache_sync(&self) -> Result<(), ControllerError> {
         self.inner
+            .reconciler
             .caches
             .wait_for_sync()
             .await
@@ -474,7 +511,7 @@ impl HorizontalController {
 
     /// The caches (the replay runner compares their resourceVersions with the store's).
     pub fn caches(&self) -> &Caches {
-        &self.inner.caches
+        &self.inner.reconciler.caches
     }
 
     /// The scale target caches, when `--scale-target-cache` is on.
@@ -484,12 +521,12 @@ impl HorizontalController {
 
     /// The per-HPA state (recommendations and scale events).
     pub fn state(&self) -> &HpaState {
-        &self.inner.state
+        &self.inner.reconciler.state
     }
 
     /// The recorder (its emission log, when enabled).
     pub fn recorder(&self) -> &Recorder {
-        &self.inner.recorder
+        &self.inner.reconciler.recorder
     }
 
     /// The work queue.
@@ -499,23 +536,27 @@ impl HorizontalController {
 
     /// The last decisions of every HPA, as traces (served at `/debug/hpa`).
     pub fn traces(&self) -> Arc<TraceStore> {
-        self.inner.traces.clone()
+        self.inner.reconciler.traces.clone()
     }
 
     /// The shadow comparisons (served at `/debug/shadow`; empty unless in shadow mode).
     pub fn shadow_comparisons(&self) -> Arc<ShadowStore> {
-        self.inner.shadow.clone()
+        self.inner.reconciler.shadow.clone()
     }
 
     /// Whether this controller runs in shadow mode.
     pub fn is_shadow(&self) -> bool {
-        self.inner.config.shadow
+        self.inner.reconciler.config.shadow
     }
 
     /// The decision of the last reconcile of `key` that got as far as the scale (kept only
     /// with [`ControllerConfig::keep_last_decisions`]).
     pub fn last_decision(&self, key: &str) -> Option<Decision> {
-        self.inner.last_decisions.get(key).map(|d| d.clone())
+        self.inner
+            .reconciler
+            .last_decisions
+            .get(key)
+            .map(|d| d.clone())
     }
 
     /// `Run`: start the caches if needed, wait for their sync, invalidate the custom-metrics
@@ -540,7 +581,7 @@ impl HorizontalController {
             }
         }
         let invalidation = self.inner.available_apis.clone().map(|apis| {
-            let period = self.inner.config.sync_period();
+            let period = self.inner.reconciler.config.sync_period();
             tokio::spawn(async move {
                 if !period.is_zero() {
                     apis.periodically_invalidate(period).await;
@@ -554,7 +595,7 @@ impl HorizontalController {
             move |key: String| {
                 let inner = inner.clone();
                 async move {
-                    let (deleted, result) = inner.reconcile_key(&key).await;
+                    let (deleted, result) = inner.reconciler.reconcile_key(&key).await;
                     if !deleted {
                         // The post-process re-add (covers a resync add during processing).
                         inner.queue.add_rate_limited(key);
@@ -572,7 +613,7 @@ impl HorizontalController {
         }
         // `defer a.eventBroadcaster.Shutdown()`: events still queued are tried once more,
         // a write being retried is given up on.
-        self.inner.recorder.shutdown();
+        self.inner.reconciler.recorder.shutdown();
         tracing::info!("Shutting down HPA controller");
         Ok(())
     }
@@ -592,12 +633,12 @@ impl HorizontalController {
             cache.stop();
         }
         self.inner.queue.shut_down();
-        self.inner.recorder.shutdown();
+        self.inner.reconciler.recorder.shutdown();
     }
 
     /// The function workers call for one key (`reconcileKey`), without the re-add.
     pub async fn reconcile_key(&self, key: &str) -> Result<(), ReconcileError> {
-        self.inner.reconcile_key(key).await.1
+        self.inner.reconciler.reconcile_key(key).await.1
     }
 }
 

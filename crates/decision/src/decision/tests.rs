@@ -61,7 +61,7 @@ fn failed(reason: MetricFailureReason, inner: &str, outer: &str) -> MetricResult
             reason,
             condition_error: inner.into(),
             error: outer.into(),
-            spec_error: false,
+            kind: ErrorKind::Internal,
         }),
     }
 }
@@ -793,7 +793,7 @@ fn metric_labels() {
     );
     let mut f = failed(MetricFailureReason::InvalidMetricSourceType, "e", "e");
     if let Err(x) = &mut f.outcome {
-        x.spec_error = true;
+        x.kind = ErrorKind::Spec;
     }
     assert_eq!(
         (f.action_label(3), f.error_label()),

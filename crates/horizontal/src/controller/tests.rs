@@ -123,15 +123,15 @@ struct Sizes {
 fn sizes(c: &HorizontalController) -> Sizes {
     let inner = &c.inner;
     Sizes {
-        state: inner.state.entries(),
-        selectors: inner.selectors.len(),
-        selector_namespaces: inner.selectors.namespaces(),
-        last_decisions: inner.last_decisions.len(),
+        state: inner.reconciler.state.entries(),
+        selectors: inner.reconciler.selectors.len(),
+        selector_namespaces: inner.reconciler.selectors.namespaces(),
+        last_decisions: inner.reconciler.last_decisions.len(),
         queued: inner.queue.queue().len(),
         waiting: inner.queue.waiting_len(),
-        series: inner.monitor.per_hpa_series(),
-        num_hpas: inner.monitor.num_hpas(),
-        events_pending: inner.recorder.pending(),
+        series: inner.reconciler.monitor.per_hpa_series(),
+        num_hpas: inner.reconciler.monitor.num_hpas(),
+        events_pending: inner.reconciler.recorder.pending(),
     }
 }
 
@@ -170,7 +170,7 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
         log_emissions: false,
     })
     .unwrap();
-    let period = controller.inner.config.sync_period();
+    let period = controller.inner.reconciler.config.sync_period();
 
     // The informers, fed from a channel instead of a watch.
     let writers = controller.inner.writers.lock().unwrap().take().unwrap();
@@ -198,10 +198,10 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
     for i in 0..N {
         tx.send(Ok(watcher::Event::Apply(hpa(i)))).unwrap();
     }
-    settle(|| controller.inner.selectors.len() == N).await;
+    settle(|| controller.inner.reconciler.selectors.len() == N).await;
     // One sync period later every HPA has been reconciled (and scaled from 3 to 2).
     tokio::time::sleep(period + Duration::from_millis(1)).await;
-    settle(|| controller.inner.last_decisions.len() == N).await;
+    settle(|| controller.inner.reconciler.last_decisions.len() == N).await;
     let during = sizes(&controller);
     assert_eq!(during.selectors, N);
     assert_eq!(during.selector_namespaces, 7);
@@ -216,7 +216,7 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
     }
     // The next pass of each key finds it gone and forgets it.
     tokio::time::sleep(period + Duration::from_millis(1)).await;
-    settle(|| controller.inner.last_decisions.is_empty()).await;
+    settle(|| controller.inner.reconciler.last_decisions.is_empty()).await;
     // Further resyncs and sync periods bring nothing back.
     tokio::time::sleep(period * 3).await;
     controller.recorder().wait_idle().await;
@@ -261,7 +261,7 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
         log_emissions: false,
     })
     .unwrap();
-    let period = controller.inner.config.sync_period();
+    let period = controller.inner.reconciler.config.sync_period();
     let writers = controller.inner.writers.lock().unwrap().take().unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
@@ -276,15 +276,15 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
         tx.send(Ok(e)).unwrap();
     }
     tokio::time::sleep(period - Duration::from_millis(1)).await;
-    assert_eq!(controller.inner.selectors.len(), 2);
+    assert_eq!(controller.inner.reconciler.selectors.len(), 2);
     // The deletion is delivered at the instant the resync is due; resyncs keep coming.
     tx.send(Ok(watcher::Event::Delete(hpa(0)))).unwrap();
     tokio::time::sleep(period * 4).await;
     let gone = crate::selectors::HpaKey::new("ns-0", "hpa-0");
     let kept = crate::selectors::HpaKey::new("ns-1", "hpa-1");
-    assert!(!controller.inner.selectors.contains(&gone));
-    assert!(controller.inner.selectors.contains(&kept));
-    assert_eq!(controller.inner.monitor.num_hpas(), 1.0);
+    assert!(!controller.inner.reconciler.selectors.contains(&gone));
+    assert!(controller.inner.reconciler.selectors.contains(&kept));
+    assert_eq!(controller.inner.reconciler.monitor.num_hpas(), 1.0);
     informer.abort();
 }
 
@@ -401,12 +401,13 @@ async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
         ] {
             tx.send(Ok(e)).unwrap();
         }
-        settle(|| inner.caches.hpa("ns-0", "hpa-0").is_some()).await;
+        settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
         // This controller's last status write to the HPA came back as resourceVersion 7.
         inner
-            .written
-            .insert("ns-0/hpa-0".into(), ("uid-0".into(), 7));
-        let (_, first) = inner.reconcile_key("ns-0/hpa-0").await;
+            .reconciler
+            .status_writer
+            .remember_write("ns-0/hpa-0", "uid-0".into(), 7);
+        let (_, first) = inner.reconciler.reconcile_key("ns-0/hpa-0").await;
         let stale = |r: &Result<(), ReconcileError>| {
             r.as_ref()
                 .err()
@@ -423,13 +424,102 @@ async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
         tx.send(Ok(watcher::Event::Apply(at("7")))).unwrap();
         settle(|| {
             inner
+                .reconciler
                 .caches
                 .hpa("ns-0", "hpa-0")
                 .is_some_and(|h| h.metadata.resource_version.as_deref() == Some("7"))
         })
         .await;
-        let (_, second) = inner.reconcile_key("ns-0/hpa-0").await;
+        let (_, second) = inner.reconciler.reconcile_key("ns-0/hpa-0").await;
         assert!(!stale(&second), "{version}: {second:?}");
         informer.abort();
     }
+}
+
+/// Every target is a Deployment with 3 replicas; every scale write is refused.
+struct RefusesWrites;
+
+#[async_trait::async_trait]
+impl ScaleClient for RefusesWrites {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        ThreeReplicas.get_scale(namespace, mapping, name).await
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        _scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        Err(ScaleError {
+            message: "deployments.apps \"web-0\" is forbidden".into(),
+            code: Some(403),
+        })
+    }
+}
+
+/// A failed rescale (3 replicas above `maxReplicas: 2`, no metrics needed) returns upstream's
+/// `failed to rescale` text, of kind `internal`, with the scale write's error as its source.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failed_rescale_keeps_the_write_error_as_its_source() {
+    use std::error::Error as _;
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(RefusesWrites)),
+        config: ControllerConfig::from_options(
+            &hpa_config::Options::from_flag_map(&Default::default())
+                .unwrap()
+                .options,
+        ),
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let inner = controller.inner.clone();
+    let writers = inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(
+        events,
+        writers.hpas,
+        handler,
+        Duration::ZERO,
+    ));
+    for e in [
+        watcher::Event::Init,
+        watcher::Event::InitApply(hpa(0)),
+        watcher::Event::InitDone,
+    ] {
+        tx.send(Ok(e)).unwrap();
+    }
+    settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
+    let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal);
+    assert_eq!(
+        err.to_string(),
+        "failed to rescale Deployment/ns-0/web-0: deployments.apps \"web-0\" is forbidden"
+    );
+    assert_eq!(
+        err.source().map(ToString::to_string).as_deref(),
+        Some("deployments.apps \"web-0\" is forbidden")
+    );
+    informer.abort();
 }

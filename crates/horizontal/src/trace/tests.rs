@@ -129,7 +129,7 @@ fn failed_external() -> MetricResult {
             condition_error: "unable to get external metric".into(),
             error: "failed to get queue external metric value: unable to get external metric"
                 .into(),
-            spec_error: false,
+            kind: hpa_decision::labels::ErrorKind::Internal,
         }),
     }
 }

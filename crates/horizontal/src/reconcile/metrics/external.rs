@@ -1,0 +1,79 @@
+//! `computeStatusForExternalMetric`: an External metric with an `AverageValue` or `Value`
+//! target.
+
+use hpa_decision::conditions::MetricFailureReason;
+use hpa_decision::decision::{MetricFailure, metric_names};
+use hpa_decision::gofmt::GoArg;
+use hpa_replica_calculator::ExternalMetric;
+use k8s_openapi::api::autoscaling::v2::{ExternalMetricStatus, MetricSpec, MetricStatus};
+
+use super::{
+    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
+};
+
+/// One External metric: an `averageValue` target is checked first (the value per ready pod),
+/// then a `value` target (the metric's total).
+pub(super) async fn measure(
+    computer: &MetricComputer<'_>,
+    spec: &MetricSpec,
+    ctx: &MetricContext<'_>,
+) -> Result<Measured, MetricFailure> {
+    let name = spec
+        .external
+        .as_ref()
+        .map_or("", |src| src.metric.name.as_str());
+    let outer = |e: &str| {
+        wrap(
+            "failed to get %s external metric value: %v",
+            &[GoArg::str(name), GoArg::error(e)],
+        )
+    };
+    let identity = |e: &str| e.to_owned();
+    let Some(src) = spec.external.as_ref() else {
+        return Err(Failures {
+            reason: MetricFailureReason::FailedGetExternalMetric,
+            outer: &identity,
+        }
+        .missing_source());
+    };
+    let fail = Failures {
+        reason: MetricFailureReason::FailedGetExternalMetric,
+        outer: &outer,
+    };
+    let selector = src.metric.selector.as_ref();
+    let (kind, target) = match (&src.target.average_value, &src.target.value) {
+        (Some(v), _) => (ValueTarget::AverageValue, v),
+        (None, Some(v)) => (ValueTarget::Value, v),
+        (None, None) => {
+            return Err(fail.failure(
+                "invalid external metric source: neither a value target nor an average value target was set",
+            ));
+        }
+    };
+    let target = fail.quantity(target)?;
+    let calculator = computer.calculator;
+    let metric = ExternalMetric {
+        metric_name: name,
+        metric_selector: selector,
+    };
+    let r = match kind {
+        ValueTarget::AverageValue => calculator
+            .get_external_per_pod_metric_replicas(ctx, &metric, target)
+            .await
+            .map_err(|e| fail.named_fetch("failed to get %s external metric: %v", name, e)),
+        ValueTarget::Value => calculator
+            .get_external_metric_replicas(ctx, &metric, target)
+            .await
+            .map_err(|e| fail.named_fetch("failed to get external metric %s: %v", name, e)),
+    }?;
+    let status = MetricStatus {
+        type_: "External".to_owned(),
+        external: Some(ExternalMetricStatus {
+            metric: identifier(name, selector),
+            current: kind.current(r.usage),
+        }),
+        ..Default::default()
+    };
+    let metric_name = metric_names::external(name, selector, computer.selector_style);
+    Ok((status, proposal(r, metric_name)))
+}

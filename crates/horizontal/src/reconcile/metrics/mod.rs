@@ -1,0 +1,172 @@
+//! The per-metric half of a reconcile: upstream `computeReplicasForMetric` and the
+//! `computeStatusFor{Object,Pods,Resource,ContainerResource,External}Metric` functions of
+//! `pkg/controller/podautoscaler/horizontal.go`, one file per metric source type
+//! ([`resource`] also serves ContainerResource), over a replica calculator. Every source
+//! takes the same path: parse the target, fetch from the calculator, wrap a failure as
+//! upstream does ([`Failures`]), then build the status entry and the proposal.
+
+mod external;
+mod object;
+mod pods;
+mod resource;
+
+use hpa_decision::conditions::MetricFailureReason;
+use hpa_decision::decision::{MetricFailure, MetricProposal, MetricResult};
+use hpa_decision::gofmt::{GoArg, sprintf};
+use hpa_decision::labels::ErrorKind;
+use hpa_metrics::{Quantity, Selector};
+use hpa_replica_calculator::{MetricReplicas, ReplicaCalculator, ReplicaQuery};
+use k8s_openapi::api::autoscaling::v2::{
+    MetricIdentifier, MetricSpec, MetricStatus, MetricValueStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// What one metric computation needs from the reconcile: the calculator's shared query
+/// (namespace, `scale.spec.replicas`, `scale.status.replicas`, pod selector, tolerances, time).
+pub type MetricContext<'a> = ReplicaQuery<'a>;
+
+/// The per-metric half of a reconcile (`computeReplicasForMetric` and the
+/// `computeStatusFor*Metric` functions) over a replica calculator: shared by the controller
+/// and by `hpactl simulate`, which feeds the calculator simulated pods and metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricComputer<'a> {
+    /// The calculator the proposals come from.
+    pub calculator: &'a ReplicaCalculator,
+    /// How `%+v` of a `*LabelSelector` prints in External metric names.
+    pub selector_style: hpa_decision::gofmt::SelectorStyle,
+}
+
+impl MetricComputer<'_> {
+    /// `computeReplicasForMetric`: one metric, with upstream's per-type error wrapping.
+    pub async fn compute_replicas_for_metric(
+        &self,
+        spec: &MetricSpec,
+        ctx: &MetricContext<'_>,
+    ) -> MetricResult {
+        let measured = match spec.type_.as_str() {
+            "Object" => object::measure(self, spec, ctx).await,
+            "Pods" => pods::measure(self, spec, ctx).await,
+            "Resource" => resource::measure(self, spec, ctx, false).await,
+            "ContainerResource" => resource::measure(self, spec, ctx, true).await,
+            "External" => external::measure(self, spec, ctx).await,
+            other => Err(MetricFailure::unknown_metric_source_type(other)),
+        };
+        // A failed metric's status entry is a zero value, as upstream's.
+        let (status, outcome) = match measured {
+            Ok((status, proposal)) => (status, Ok(proposal)),
+            Err(failure) => (MetricStatus::default(), Err(failure)),
+        };
+        MetricResult {
+            metric_type: spec.type_.clone(),
+            status,
+            outcome,
+        }
+    }
+}
+
+/// What measuring one metric yields: its `status.currentMetrics` entry and its proposal.
+type Measured = (MetricStatus, MetricProposal);
+
+/// How one source type's failures read: the event and condition reason, and upstream's
+/// outer `fmt.Errorf` around the per-type error (the returned error; the event and the
+/// condition show the inner one).
+struct Failures<'a> {
+    reason: MetricFailureReason,
+    outer: &'a (dyn Fn(&str) -> String + Sync),
+}
+
+impl Failures<'_> {
+    /// The event and condition show `err`; the returned error wraps it in the outer layer.
+    fn failure(&self, err: impl ToString) -> MetricFailure {
+        let err = err.to_string();
+        let error = (self.outer)(&err);
+        MetricFailure {
+            reason: self.reason,
+            condition_error: err,
+            error,
+            kind: ErrorKind::Internal,
+        }
+    }
+
+    /// A failed fetch of a named metric: the event and condition show the calculator's error
+    /// as is, the returned error wraps it as `format` (e.g. `failed to get %s external
+    /// metric: %v`) and then in the outer layer, as upstream's two `fmt.Errorf` layers do.
+    fn named_fetch(&self, format: &str, name: &str, err: impl ToString) -> MetricFailure {
+        let err = err.to_string();
+        let inner = sprintf(format, &[GoArg::str(name), GoArg::error(err.as_str())]);
+        MetricFailure {
+            reason: self.reason,
+            error: (self.outer)(&inner),
+            condition_error: err,
+            kind: ErrorKind::Internal,
+        }
+    }
+
+    /// The metric's `type` names a source that is absent (API validation prevents this; Go
+    /// would dereference nil). Reported as a failure of that type.
+    fn missing_source(&self) -> MetricFailure {
+        self.failure("must populate information for the given metric source")
+    }
+
+    /// A target quantity in milli-units.
+    fn quantity(
+        &self,
+        q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+    ) -> Result<i64, MetricFailure> {
+        Quantity::from_k8s(q)
+            .map(|q| q.milli_value())
+            .map_err(|e| self.failure(e))
+    }
+
+    /// A metric's label selector, parsed.
+    fn metric_selector(&self, selector: Option<&LabelSelector>) -> Result<Selector, MetricFailure> {
+        Selector::from_optional_label_selector(selector).map_err(|e| self.failure(e))
+    }
+}
+
+/// Which field of a `MetricValueStatus` a usage reports: `value` for a `Value` target,
+/// `averageValue` for an `AverageValue` one (Object and External metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueTarget {
+    Value,
+    AverageValue,
+}
+
+impl ValueTarget {
+    /// The current value of a usage in milli-units.
+    fn current(self, usage: i64) -> MetricValueStatus {
+        let q = Some(Quantity::from_milli(usage).to_k8s());
+        match self {
+            ValueTarget::Value => MetricValueStatus {
+                value: q,
+                ..Default::default()
+            },
+            ValueTarget::AverageValue => MetricValueStatus {
+                average_value: q,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// The proposal of a usage-based fetch under `metric_name`.
+fn proposal(r: MetricReplicas, metric_name: String) -> MetricProposal {
+    MetricProposal {
+        replicas: r.replica_count,
+        metric_name,
+        timestamp: r.timestamp,
+        detail: Some(r.detail),
+    }
+}
+
+/// `fmt.Errorf(format, args...)`.
+fn wrap(format: &str, args: &[GoArg<'_>]) -> String {
+    sprintf(format, args)
+}
+
+fn identifier(name: &str, selector: Option<&LabelSelector>) -> MetricIdentifier {
+    MetricIdentifier {
+        name: name.to_owned(),
+        selector: selector.cloned(),
+    }
+}

@@ -1,0 +1,513 @@
+//! One reconcile: the I/O around the pure decision core, in upstream's step order.
+//!
+//! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `reconcileKey`,
+//! `reconcileAutoscaler` (the scale target read and written in [`scale_target`], the
+//! rescale, the status written in [`status`]), `computeReplicasForMetrics`'s per-metric loop
+//! (each metric in [`metrics`]), `validateAndParseSelector` and
+//! `getUnableComputeReplicaCountCondition`. The branch choice, aggregation, normalization and
+//! rendering are the pure [`hpa_decision::decision`] functions; this module fetches and writes.
+
+mod metrics;
+mod scale_target;
+mod status;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use dashmap::DashMap;
+use hpa_config::Clock;
+use hpa_metrics::Selector;
+use hpa_replica_calculator::{PodLister as _, ReplicaCalculator, Tolerances};
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::{
+    HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus, MetricSpec,
+};
+
+use crate::caches::{Caches, split_key};
+use crate::controller::{ControllerConfig, ReconcileError};
+use crate::explain_metrics::ExplainMetrics;
+use crate::monitor::Monitor;
+use crate::recorder::Recorder;
+use crate::scale_client::ScaleClient;
+use crate::selectors::{HpaKey, HpaSelectorRegistry};
+use crate::shadow::ShadowStore;
+use crate::trace::TraceStore;
+use hpa_decision::conditions::{HpaCondition, set_condition_observed};
+use hpa_decision::decision::{
+    Branch, Decision, DecisionConfig, DecisionInput, MetricsOutcome, RescaleResult,
+    SelectorFailure, decide, scale_target_reference,
+};
+use hpa_decision::events::HpaEvent;
+use hpa_decision::labels::{ActionLabel, ErrorKind, ErrorLabel};
+use hpa_decision::state::HpaState;
+use hpa_decision::status::status_semantically_equal;
+use hpa_decision::tolerance::tolerances_for_hpa;
+
+pub use metrics::{MetricComputer, MetricContext};
+pub(crate) use status::StatusWriter;
+
+use scale_target::{read_scale, update_scale_on_conflict};
+
+/// What a reconcile reads and writes: the scale target, the calculator, the caches, the
+/// per-HPA state, and where its results go (status, events, metrics, traces). The
+/// controller's workers call [`Reconciler::reconcile_key`].
+pub(crate) struct Reconciler {
+    /// The scale subresource client.
+    pub(crate) scale_client: Arc<dyn ScaleClient>,
+    /// The replica calculator over the metrics client and the pod cache.
+    pub(crate) calculator: ReplicaCalculator,
+    /// The HPA and pod caches.
+    pub(crate) caches: Caches,
+    /// The per-HPA recommendations and scale events.
+    pub(crate) state: HpaState,
+    /// Every HPA's selector (the ambiguous-selector check).
+    pub(crate) selectors: HpaSelectorRegistry,
+    /// The event recorder.
+    pub(crate) recorder: Recorder,
+    /// The Prometheus metrics of upstream's `monitor` package.
+    pub(crate) monitor: Monitor,
+    /// The time source of every decision.
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The flags.
+    pub(crate) config: ControllerConfig,
+    /// The decision's settings, from the flags.
+    pub(crate) decision_config: DecisionConfig,
+    /// The last decision of each HPA (with [`ControllerConfig::keep_last_decisions`]).
+    pub(crate) last_decisions: DashMap<String, Decision>,
+    /// The HPA status writes.
+    pub(crate) status_writer: StatusWriter,
+    /// The decision traces.
+    pub(crate) traces: Arc<TraceStore>,
+    /// Shadow mode's comparisons.
+    pub(crate) shadow: Arc<ShadowStore>,
+    /// The decision traces' dashboard series.
+    pub(crate) explain_metrics: ExplainMetrics,
+}
+
+impl Reconciler {
+    /// `reconcileKey`: `(deleted, result)`. A key whose HPA is gone from the cache drops its
+    /// state and is not re-queued.
+    pub(crate) async fn reconcile_key(&self, key: &str) -> (bool, Result<(), ReconcileError>) {
+        let (namespace, name) = match split_key(key) {
+            Ok(p) => p,
+            Err(e) => return (true, Err(ReconcileError::internal(e))),
+        };
+        let Some(hpa) = self.caches.hpa(namespace, name) else {
+            tracing::info!(HPA = key, "Horizontal Pod Autoscaler has been deleted");
+            self.state.forget(key);
+            self.last_decisions.remove(key);
+            self.traces.forget(key);
+            self.shadow.forget(key);
+            self.explain_metrics.forget_hpa(key);
+            self.monitor.forget_hpa(namespace, name);
+            self.status_writer.forget(key);
+            return (true, Ok(()));
+        };
+        if let Err(e) = self.status_writer.ensure_observed_own_write(key, &hpa) {
+            return (false, Err(e));
+        }
+        (false, self.reconcile_autoscaler(&hpa, key).await)
+    }
+
+    /// `reconcileAutoscaler` with its monitor wrapper.
+    async fn reconcile_autoscaler(
+        &self,
+        shared: &Arc<HorizontalPodAutoscaler>,
+        key: &str,
+    ) -> Result<(), ReconcileError> {
+        let start = Instant::now();
+        let (action, result) = self.reconcile_steps(shared, key).await;
+        let error = match &result {
+            Ok(()) => ErrorLabel::None,
+            Err(e) => e.kind.label(),
+        };
+        self.monitor
+            .observe_reconciliation_result(action, error, start.elapsed());
+        result
+    }
+
+    /// `reconcileAutoscaler` itself: the reconcile's steps, with the action label.
+    async fn reconcile_steps(
+        &self,
+        shared: &Arc<HorizontalPodAutoscaler>,
+        key: &str,
+    ) -> (ActionLabel, Result<(), ReconcileError>) {
+        let now = self.clock.now();
+        let mut hpa = HorizontalPodAutoscaler::clone(shared);
+        if !self.decision_config.observed_generation
+            && let Some(conditions) = hpa.status.as_mut().and_then(|s| s.conditions.as_mut())
+        {
+            // Before 1.37 (HPAGeneration) a condition has no observedGeneration in KCM's
+            // types: one written by a newer controller is not seen, and not written back.
+            for c in conditions {
+                c.observed_generation = None;
+            }
+        }
+        let original = hpa.status.clone().unwrap_or_default();
+        let reference = scale_target_reference(&hpa);
+        let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
+        let name = hpa.metadata.name.clone().unwrap_or_default();
+
+        // Steps 3-5: the target's scale.
+        let (scale, mapping) = match read_scale(self.scale_client.as_ref(), &hpa, &reference).await
+        {
+            Ok(read) => read,
+            Err(failure) => {
+                self.fail_get_scale(&mut hpa, &original, &failure.message, now)
+                    .await;
+                return (ActionLabel::None, Err(failure.error));
+            }
+        };
+
+        let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        let status_replicas = scale.status.as_ref().map_or(0, |s| s.replicas);
+        let selector_str = scale
+            .status
+            .as_ref()
+            .and_then(|s| s.selector.clone())
+            .unwrap_or_default();
+        let tolerances = tolerances_for_hpa(
+            &hpa,
+            self.config.hpa.tolerance,
+            self.config
+                .gates
+                .enabled(hpa_config::Feature::HpaConfigurableTolerance),
+        )
+        .unwrap_or(hpa_decision::tolerance::HpaTolerances {
+            scale_down: self.config.hpa.tolerance,
+            scale_up: self.config.hpa.tolerance,
+        });
+        let calc_tolerances = Tolerances::new(tolerances.scale_down, tolerances.scale_up);
+
+        if self.config.shadow {
+            self.observe_target_change(key, &hpa, current, now);
+        }
+        let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
+        let metrics = if branch.needs_metrics() {
+            Some(
+                self.compute_replicas_for_metrics(
+                    &hpa,
+                    &namespace,
+                    &name,
+                    current,
+                    status_replicas,
+                    &selector_str,
+                    calc_tolerances,
+                    now,
+                )
+                .await,
+            )
+        } else {
+            None
+        };
+        let decision = decide(
+            &self.state,
+            &self.decision_config,
+            DecisionInput {
+                key,
+                hpa: &hpa,
+                current_replicas: current,
+                now,
+                tolerances: Some(tolerances),
+            },
+            metrics,
+        );
+        if self.config.keep_last_decisions {
+            self.last_decisions.insert(key.to_owned(), decision.clone());
+        }
+        // Events emitted while computing (selector, per-metric failures).
+        for e in &decision.events {
+            self.record_event(&hpa, e);
+        }
+
+        let shadow = self.config.shadow;
+        // A failed scale write, kept as the source of the reconcile's `failed to rescale` error.
+        let mut rescale_error = None;
+        let rescale = if decision.rescale && shadow {
+            // Shadow mode writes nothing; the decision is rendered as the active controller
+            // renders it after a successful write, so that the two can be compared.
+            RescaleResult::Shadowed
+        } else if decision.rescale {
+            match update_scale_on_conflict(
+                self.scale_client.as_ref(),
+                &namespace,
+                &mapping,
+                scale,
+                decision.desired_replicas,
+            )
+            .await
+            {
+                Ok(()) => RescaleResult::Succeeded,
+                Err(e) => {
+                    let failed = RescaleResult::Failed(e.message.clone());
+                    rescale_error = Some(e);
+                    failed
+                }
+            }
+        } else {
+            RescaleResult::NotAttempted
+        };
+        let outcome = decision.complete(&self.state, &original, rescale.clone());
+        for e in outcome.events.iter().skip(decision.events.len()) {
+            self.record_event(&hpa, e);
+        }
+        let trace = crate::trace::DecisionTrace::new(
+            &decision,
+            &outcome,
+            crate::trace::TraceContext {
+                hpa: &hpa,
+                status_replicas,
+                rescale: &rescale,
+                shadow,
+            },
+        );
+        self.explain_metrics.observe_trace(&trace);
+        self.traces.record(trace);
+        if shadow {
+            self.compare_with_active(key, now, &original, current);
+        }
+        if rescale == RescaleResult::Succeeded && !shadow {
+            tracing::info!(
+                HPA = key,
+                currentReplicas = current,
+                desiredReplicas = decision.desired_replicas,
+                reason = %decision.rescale_reason,
+                "Successfully rescaled"
+            );
+        }
+        for line in decision.log_lines() {
+            tracing::debug!("{line}");
+        }
+        self.monitor
+            .observe_desired_replicas(&namespace, &name, outcome.desired_replicas);
+
+        hpa.status = Some(outcome.status.clone());
+        let status_result = if outcome.status_changed && !shadow {
+            self.status_writer.update_status(&self.recorder, &hpa).await
+        } else {
+            Ok(())
+        };
+        for e in &outcome.events_after_status {
+            self.record_event(&hpa, e);
+        }
+        let replaces = decision.failure.is_none() && rescale_error.is_none();
+        // The decision's error: after a failed scale write it is `failed to rescale %s: %v`
+        // around that write's error; otherwise the metrics' text, with no error value to keep.
+        let decision_error = |message: String| match rescale_error {
+            Some(source) => ReconcileError::wrapping(ErrorKind::Internal, message, source),
+            None => ReconcileError::internal(message),
+        };
+        let result = match status_result {
+            Err(err) if replaces => Err(err),
+            Err(err) => {
+                tracing::error!(HPA = key, error = %err, "updating status");
+                outcome.error.map_or(Ok(()), |e| Err(decision_error(e)))
+            }
+            Ok(()) => outcome.error.map_or(Ok(()), |e| Err(decision_error(e))),
+        };
+        (outcome.action, result)
+    }
+
+    /// Steps 3-5 failure: Warning `FailedGetScale`, `AbleToScale=False`, status if changed.
+    async fn fail_get_scale(
+        &self,
+        hpa: &mut HorizontalPodAutoscaler,
+        original: &HorizontalPodAutoscalerStatus,
+        err: &str,
+        now: Timestamp,
+    ) {
+        let event = HpaEvent::FailedGetScale {
+            err: err.to_owned(),
+        };
+        self.record_event(hpa, &event);
+        let mut status = original.clone();
+        set_condition_observed(
+            status.conditions.get_or_insert_with(Vec::new),
+            &HpaCondition::FailedGetScale {
+                err: err.to_owned(),
+            },
+            now,
+            self.decision_config
+                .observed_generation
+                .then(|| hpa.metadata.generation.unwrap_or(0)),
+        );
+        let changed = !status_semantically_equal(original, &status);
+        self.traces
+            .record(crate::trace::DecisionTrace::failed_get_scale(
+                &crate::caches::object_key(hpa),
+                hpa,
+                now,
+                err,
+                &status,
+                changed,
+                &event,
+                self.config.shadow,
+            ));
+        hpa.status = Some(status);
+        if changed
+            && !self.config.shadow
+            && let Err(e) = self.status_writer.update_status(&self.recorder, hpa).await
+        {
+            tracing::error!(error = %e, "updating status");
+        }
+    }
+
+    /// Shadow mode: the scale events the behavior policies count are the target's changes as
+    /// this controller observes them between its decisions (the active controller's
+    /// rescales, in effect), stored before deciding as upstream stores its own before its
+    /// next decision. (This controller's own rescales are never written.)
+    fn observe_target_change(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        current: i32,
+        now: Timestamp,
+    ) {
+        let Some(previous) = self.traces.latest_of(key).filter(|t| t.target.read) else {
+            return;
+        };
+        if previous.target.spec_replicas == current {
+            return;
+        }
+        let behavior = hpa.spec.behavior.as_ref().map(|b| {
+            hpa_decision::behavior::EffectiveBehavior::new(
+                b,
+                self.decision_config.downscale_stabilization_window,
+            )
+        });
+        self.state.store_scale_event(
+            key,
+            behavior.as_ref(),
+            previous.target.spec_replicas,
+            current,
+            now,
+        );
+    }
+
+    /// Shadow mode: compare the decisions kept for `key` with the status the active
+    /// controller last wrote (`theirs`, as read before this reconcile), count and keep the
+    /// result, and log a difference with both sides and the trace.
+    fn compare_with_active(
+        &self,
+        key: &str,
+        now: Timestamp,
+        theirs: &HorizontalPodAutoscalerStatus,
+        target_now: i32,
+    ) {
+        use crate::shadow::ShadowResult;
+        let ours = self.traces.get(key);
+        let comparison = crate::shadow::compare(key, now, theirs, target_now, &ours);
+        self.explain_metrics.observe_shadow(&comparison);
+        match comparison.result {
+            ShadowResult::Differ => {
+                let trace = comparison
+                    .trace
+                    .as_ref()
+                    .and_then(|t| serde_json::to_string(t).ok())
+                    .unwrap_or_default();
+                tracing::warn!(
+                    HPA = key,
+                    ours = ?comparison.ours,
+                    theirs = ?comparison.theirs,
+                    trace = %trace,
+                    "shadow: decision differs from the active controller's: {}",
+                    comparison.summary
+                );
+            }
+            ShadowResult::Agree | ShadowResult::Pending => {
+                tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
+            }
+        }
+        self.shadow.record(comparison);
+    }
+
+    /// Emit an event, unless in shadow mode (which writes nothing).
+    fn record_event(&self, hpa: &HorizontalPodAutoscaler, event: &HpaEvent) {
+        if !self.config.shadow {
+            self.recorder.record(hpa, event);
+        }
+    }
+
+    /// `computeReplicasForMetrics`: the selector checks, then every metric in order.
+    #[allow(clippy::too_many_arguments)]
+    async fn compute_replicas_for_metrics(
+        &self,
+        hpa: &HorizontalPodAutoscaler,
+        namespace: &str,
+        name: &str,
+        spec_replicas: i32,
+        status_replicas: i32,
+        selector_str: &str,
+        tolerances: Tolerances,
+        now: Timestamp,
+    ) -> MetricsOutcome {
+        let selector = match self.validate_and_parse_selector(namespace, name, selector_str) {
+            Ok(s) => s,
+            Err(f) => return MetricsOutcome::selector_failure(f),
+        };
+        let ctx = MetricContext {
+            namespace,
+            spec_replicas,
+            status_replicas,
+            selector: &selector,
+            tolerances,
+            now,
+        };
+        let previous_current = hpa
+            .status
+            .as_ref()
+            .and_then(|s| s.current_replicas)
+            .unwrap_or(0);
+        let specs: Vec<MetricSpec> = hpa.spec.metrics.clone().unwrap_or_default();
+        let mut results = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            let start = Instant::now();
+            let computer = MetricComputer {
+                calculator: &self.calculator,
+                selector_style: self.config.selector_style,
+            };
+            let r = computer.compute_replicas_for_metric(spec, &ctx).await;
+            self.monitor.observe_metric_computation_result(
+                r.action_label(previous_current),
+                r.error_label(),
+                start.elapsed(),
+                &spec.type_,
+            );
+            results.push(r);
+        }
+        MetricsOutcome::from_results(spec_replicas, results)
+    }
+
+    /// `validateAndParseSelector`.
+    fn validate_and_parse_selector(
+        &self,
+        namespace: &str,
+        name: &str,
+        selector_str: &str,
+    ) -> Result<Selector, SelectorFailure> {
+        if selector_str.is_empty() {
+            return Err(SelectorFailure::Missing);
+        }
+        let parsed: Selector = selector_str
+            .parse()
+            .map_err(|e: hpa_metrics::SelectorError| SelectorFailure::Invalid(e.to_string()))?;
+        let key = HpaKey::new(namespace, name);
+        self.selectors.update_if_present(&key, parsed.clone());
+        let pods = self
+            .caches
+            .pod_lister()
+            .list(namespace, &parsed)
+            .map_err(|e| SelectorFailure::PodList(e.to_string()))?;
+        let empty = std::collections::BTreeMap::new();
+        let labels = pods
+            .iter()
+            .map(|p| p.metadata.labels.as_ref().unwrap_or(&empty));
+        if let Some(hpas) = self.selectors.ambiguous_owners(namespace, labels) {
+            return Err(SelectorFailure::Ambiguous {
+                selector: selector_str.to_owned(),
+                hpas,
+            });
+        }
+        Ok(parsed)
+    }
+}

@@ -1,0 +1,118 @@
+//! The HPA status write of one reconcile: upstream `updateStatus` in
+//! `pkg/controller/podautoscaler/horizontal.go` (PUT the whole object on `/status`; on error
+//! the Warning `FailedUpdateStatus` event and `failed to update status for %s: %v`), and the
+//! `StaleControllerConsistencyHPA` check (1.37, kubernetes#139025) that the informer has seen
+//! this controller's last write before the HPA is reconciled again.
+
+use dashmap::DashMap;
+use hpa_decision::decision::status_update_failure;
+use hpa_decision::labels::ErrorKind;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::controller::ReconcileError;
+use crate::recorder::Recorder;
+
+/// Writes HPA statuses and, with `StaleControllerConsistencyHPA`, remembers each HPA's last
+/// write: per HPA key, the uid and resourceVersion the write came back with.
+pub(crate) struct StatusWriter {
+    client: kube::Client,
+    /// `StaleControllerConsistencyHPA` is enabled: writes are remembered and checked.
+    consistency: bool,
+    written: DashMap<String, (String, u64)>,
+}
+
+impl StatusWriter {
+    /// A writer through `client`; `consistency` is the `StaleControllerConsistencyHPA` gate.
+    pub(crate) fn new(client: kube::Client, consistency: bool) -> Self {
+        StatusWriter {
+            client,
+            consistency,
+            written: DashMap::new(),
+        }
+    }
+
+    /// Remembers that this controller's write to `key` (object `uid`) came back as
+    /// `resource_version`.
+    pub(crate) fn remember_write(&self, key: &str, uid: String, resource_version: u64) {
+        self.written.insert(key.to_owned(), (uid, resource_version));
+    }
+
+    /// Forgets `key`'s last write (the HPA is gone).
+    pub(crate) fn forget(&self, key: &str) {
+        self.written.remove(key);
+    }
+
+    /// `StaleControllerConsistencyHPA` (1.37, kubernetes#139025): the reconcile is deferred
+    /// (an error, so the key keeps its rate-limited re-add) while the cached HPA is older than
+    /// this controller's last status write to it. A resourceVersion that is not a number
+    /// never defers (the comparison is not possible).
+    pub(crate) fn ensure_observed_own_write(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+    ) -> Result<(), ReconcileError> {
+        if !self.consistency {
+            return Ok(());
+        }
+        let Some(written) = self.written.get(key).map(|w| w.value().clone()) else {
+            return Ok(());
+        };
+        let uid = hpa.metadata.uid.clone().unwrap_or_default();
+        if uid != written.0 {
+            // Another object of the same name: our write was to its predecessor.
+            self.written.remove(key);
+            return Ok(());
+        }
+        let seen = hpa
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse::<u64>().ok());
+        match seen {
+            Some(seen) if seen < written.1 => Err(ReconcileError::internal(format!(
+                "HPA {key} is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion {}, cached {seen})",
+                written.1
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `updateStatus`: PUT the whole object on `/status`; on error Warning
+    /// `FailedUpdateStatus` (through `recorder`) and `failed to update status for %s: %v`.
+    pub(crate) async fn update_status(
+        &self,
+        recorder: &Recorder,
+        hpa: &HorizontalPodAutoscaler,
+    ) -> Result<(), ReconcileError> {
+        let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
+        let name = hpa.metadata.name.clone().unwrap_or_default();
+        let api: Api<HorizontalPodAutoscaler> = Api::namespaced(self.client.clone(), &namespace);
+        match api.replace_status(&name, &PostParams::default(), hpa).await {
+            Ok(updated) => {
+                if self.consistency
+                    && let Some(rv) = updated
+                        .metadata
+                        .resource_version
+                        .as_deref()
+                        .and_then(|rv| rv.parse::<u64>().ok())
+                {
+                    self.remember_write(
+                        &format!("{namespace}/{name}"),
+                        updated.metadata.uid.clone().unwrap_or_default(),
+                        rv,
+                    );
+                }
+                tracing::debug!(HPA = %format!("{namespace}/{name}"), "Successfully updated status");
+                Ok(())
+            }
+            Err(e) => {
+                let text = crate::scale_client::kube_error_text(&e).message;
+                let (event, error) = status_update_failure(&name, &text);
+                recorder.record(hpa, &event);
+                Err(ReconcileError::wrapping(ErrorKind::Internal, error, e))
+            }
+        }
+    }
+}
