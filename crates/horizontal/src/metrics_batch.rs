@@ -241,6 +241,9 @@ impl KeptPodMetrics {
 #[derive(Debug)]
 struct NamespacePodMetrics {
     pods: Box<[KeptPodMetrics]>,
+    /// The positions in `pods` of the orphans (those with labels), found once per list so a
+    /// reconcile does not scan the namespace's list for them.
+    orphans: Box<[usize]>,
 }
 
 impl NamespacePodMetrics {
@@ -254,8 +257,15 @@ impl NamespacePodMetrics {
                 _ => kept.push(m),
             }
         }
+        let orphans = kept
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.labels.is_some())
+            .map(|(i, _)| i)
+            .collect();
         NamespacePodMetrics {
             pods: kept.into_boxed_slice(),
+            orphans,
         }
     }
 
@@ -267,7 +277,7 @@ impl NamespacePodMetrics {
     }
 
     fn orphans(&self) -> impl Iterator<Item = &KeptPodMetrics> {
-        self.pods.iter().filter(|m| m.labels.is_some())
+        self.orphans.iter().filter_map(|&i| self.pods.get(i))
     }
 }
 
