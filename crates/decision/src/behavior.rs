@@ -268,23 +268,47 @@ pub fn scale_up_limit_with_policies(
     rules: &ScalingRules,
     now: Timestamp,
 ) -> (i32, Vec<PolicyLimit>) {
-    let (mut result, pick): (i32, fn(i32, i32) -> i32) = match rules.select_policy {
+    let combine: (i32, fn(i32, i32) -> i32) = match rules.select_policy {
         SelectPolicy::Disabled => return (current, Vec::new()),
         SelectPolicy::Min => (i32::MAX, i32::min),
         SelectPolicy::Max => (i32::MIN, i32::max),
     };
-    let mut limits = Vec::with_capacity(rules.policies.len());
-    let mut selected: Option<usize> = None;
-    let mut proposed = 0i32;
-    for policy in &rules.policies {
-        let start = period_start(current, policy.period_seconds, up_events, down_events, now);
-        let own = match policy.type_ {
+    limit_with_policies(
+        current,
+        up_events,
+        down_events,
+        rules,
+        now,
+        combine,
+        |start, policy| match policy.type_ {
             PolicyType::Pods => Some(start.wrapping_add(policy.value)),
             PolicyType::Percent => Some(go_f64_to_i32(
                 (f64::from(start) * (1.0 + f64::from(policy.value) / 100.0)).ceil(),
             )),
             PolicyType::Other(_) => None,
-        };
+        },
+    )
+}
+
+/// The loop both directions share: each policy's own limit from the replicas at its period's
+/// start (`None` for an unknown type, which keeps the running value, as upstream), combined
+/// from `combine.0` with `combine.1`; the first policy giving the combined limit is marked
+/// selected.
+fn limit_with_policies(
+    current: i32,
+    up_events: &[TimestampedScaleEvent],
+    down_events: &[TimestampedScaleEvent],
+    rules: &ScalingRules,
+    now: Timestamp,
+    (mut result, pick): (i32, fn(i32, i32) -> i32),
+    own_limit: impl Fn(i32, &ScalingPolicy) -> Option<i32>,
+) -> (i32, Vec<PolicyLimit>) {
+    let mut limits = Vec::with_capacity(rules.policies.len());
+    let mut selected: Option<usize> = None;
+    let mut proposed = 0i32;
+    for policy in &rules.policies {
+        let start = period_start(current, policy.period_seconds, up_events, down_events, now);
+        let own = own_limit(start, policy);
         if let Some(own) = own {
             proposed = own;
         }
@@ -328,42 +352,26 @@ pub fn scale_down_limit_with_policies(
     rules: &ScalingRules,
     now: Timestamp,
 ) -> (i32, Vec<PolicyLimit>) {
-    let (mut result, pick): (i32, fn(i32, i32) -> i32) = match rules.select_policy {
+    let combine: (i32, fn(i32, i32) -> i32) = match rules.select_policy {
         SelectPolicy::Disabled => return (current, Vec::new()),
         SelectPolicy::Min => (i32::MIN, i32::max),
         SelectPolicy::Max => (i32::MAX, i32::min),
     };
-    let mut limits = Vec::with_capacity(rules.policies.len());
-    let mut selected: Option<usize> = None;
-    let mut proposed = 0i32;
-    for policy in &rules.policies {
-        let start = period_start(current, policy.period_seconds, up_events, down_events, now);
-        let own = match policy.type_ {
+    limit_with_policies(
+        current,
+        up_events,
+        down_events,
+        rules,
+        now,
+        combine,
+        |start, policy| match policy.type_ {
             PolicyType::Pods => Some(start.wrapping_sub(policy.value)),
             PolicyType::Percent => Some(go_f64_to_i32(
                 f64::from(start) * (1.0 - f64::from(policy.value) / 100.0),
             )),
             PolicyType::Other(_) => None,
-        };
-        if let Some(own) = own {
-            proposed = own;
-        }
-        limits.push(PolicyLimit {
-            policy: policy.clone(),
-            period_start: start,
-            limit: own,
-            selected: false,
-        });
-        let next = pick(result, proposed);
-        if next != result || selected.is_none() {
-            selected = Some(limits.len() - 1);
-        }
-        result = next;
-    }
-    if let Some(p) = selected.and_then(|i| limits.get_mut(i)) {
-        p.selected = true;
-    }
-    (result, limits)
+        },
+    )
 }
 
 /// The result of [`convert_desired_replicas_with_behavior_rate`].
