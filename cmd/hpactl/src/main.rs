@@ -351,9 +351,7 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
     };
     if let Some(on) = scale_target_cache {
         for (_, s) in &mut loaded {
-            s.flags
-                .entry("scale-target-cache".to_owned())
-                .or_insert_with(|| on.to_string());
+            replay::default_scale_target_cache(s, on);
         }
     }
     if check {
@@ -382,21 +380,7 @@ fn replay(check: bool, scale_target_cache: Option<bool>, paths: &[PathBuf]) -> E
     };
     let (mut passed, mut failed) = (0usize, 0usize);
     for (_, s) in loaded {
-        let name = s.name.clone();
-        // Each scenario in its own task: a panic fails that scenario only.
-        let outcome = runtime
-            .block_on(
-                async move { tokio::spawn(async move { replay::run_scenario(&s).await }).await },
-            )
-            .unwrap_or_else(|e| replay::ScenarioOutcome {
-                name: name.clone(),
-                mismatches: vec![replay::Mismatch {
-                    step: None,
-                    what: "runner".to_owned(),
-                    expected: "the scenario runs".to_owned(),
-                    actual: format!("the runner failed: {e}"),
-                }],
-            });
+        let outcome = runtime.block_on(replay::run_isolated(s));
         for line in outcome.render() {
             outln!("{line}");
         }
