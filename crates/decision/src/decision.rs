@@ -24,6 +24,7 @@ use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
     HpaCondition, MetricFailureReason, invalid_selector_message, set_condition_observed,
 };
+use crate::error_source::ErrorSource;
 use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
 use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
@@ -159,7 +160,9 @@ pub struct MetricProposal {
     pub detail: Option<crate::calculation::CalculationDetail>,
 }
 
-/// One metric's failure.
+/// One metric's failure. `Display` is the error returned upward ([`MetricFailure::error`]);
+/// `source()` is the error it wraps (the replica calculator's, which wraps the metrics
+/// client's), when there is one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricFailure {
     /// The event and condition reason.
@@ -172,6 +175,21 @@ pub struct MetricFailure {
     /// `Spec` when the error wraps upstream's `errSpec` (unknown metric source type), else
     /// `Internal`: the metric-computation `error` label.
     pub kind: ErrorKind,
+    /// The typed error behind `condition_error` (`None` where upstream builds the error from
+    /// a text, e.g. an unknown metric source type).
+    pub source: Option<ErrorSource>,
+}
+
+impl std::fmt::Display for MetricFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
+}
+
+impl std::error::Error for MetricFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(ErrorSource::as_error)
+    }
 }
 
 impl MetricFailure {
@@ -185,6 +203,7 @@ impl MetricFailure {
             condition_error: err.clone(),
             error: err,
             kind: ErrorKind::Spec,
+            source: None,
         }
     }
 }
@@ -224,8 +243,8 @@ impl MetricResult {
 pub enum SelectorFailure {
     /// The scale's selector is empty.
     Missing,
-    /// The selector does not parse; the parse error text.
-    Invalid(String),
+    /// The selector does not parse; the parse error.
+    Invalid(ErrorSource),
     /// More than one HPA controls the pods.
     Ambiguous {
         /// The raw selector string.
@@ -233,8 +252,8 @@ pub enum SelectorFailure {
         /// The controlling HPA keys, `namespace/name`.
         hpas: Vec<String>,
     },
-    /// Listing pods failed (no event, no condition); the error text.
-    PodList(String),
+    /// Listing pods failed (no event, no condition); the lister's error.
+    PodList(ErrorSource),
 }
 
 /// The result of `computeReplicasForMetrics`: `replicas == -1` with an error means
@@ -251,6 +270,10 @@ pub struct MetricsOutcome {
     pub statuses: Option<Vec<MetricStatus>>,
     /// The aggregated error, if any metric (or the selector) failed.
     pub error: Option<String>,
+    /// The error `error` wraps: the first failed metric's [`MetricFailure`], or the selector's
+    /// parse error or the pod lister's error (`None` for the selector failures upstream builds
+    /// from a text).
+    pub error_source: Option<ErrorSource>,
     /// The `ScalingActive` condition set.
     pub condition: Option<HpaCondition>,
     /// The events emitted while computing (one per failing metric, or the selector's).
@@ -275,7 +298,7 @@ impl MetricsOutcome {
         let mut metric_name = String::new();
         let mut timestamp = None;
         let mut invalid = 0usize;
-        let mut first: Option<(HpaCondition, String)> = None;
+        let mut first: Option<(HpaCondition, MetricFailure)> = None;
         let mut events = Vec::new();
         let mut statuses = Vec::with_capacity(total);
         let mut per_metric = Vec::with_capacity(total);
@@ -298,9 +321,9 @@ impl MetricsOutcome {
                         first = Some((
                             HpaCondition::FailedComputeMetric {
                                 reason: f.reason,
-                                err: f.condition_error,
+                                err: f.condition_error.clone(),
                             },
-                            f.error,
+                            f,
                         ));
                     }
                     invalid += 1;
@@ -314,10 +337,11 @@ impl MetricsOutcome {
                 &[
                     GoArg::int(invalid as i64),
                     GoArg::int(total as i64),
-                    GoArg::error(e.as_str()),
+                    GoArg::error(e.error.as_str()),
                 ],
             )
         });
+        let error_source = first.as_ref().map(|(_, f)| ErrorSource::new(f.clone()));
         if invalid >= total || (invalid > 0 && replicas < spec_replicas) {
             return MetricsOutcome {
                 replicas: -1,
@@ -325,6 +349,7 @@ impl MetricsOutcome {
                 timestamp: None,
                 statuses: Some(statuses),
                 error,
+                error_source,
                 condition: Some(first.map_or(HpaCondition::Empty, |(c, _)| c)),
                 events,
                 invalid_metrics: invalid,
@@ -340,6 +365,7 @@ impl MetricsOutcome {
             timestamp,
             statuses: Some(statuses),
             error,
+            error_source,
             events,
             invalid_metrics: invalid,
             per_metric,
@@ -349,18 +375,21 @@ impl MetricsOutcome {
     /// A selector failure (`validateAndParseSelector`): -1, no statuses, the failure's event and condition
     /// (none for a pod-list error) and its error text.
     pub fn selector_failure(failure: SelectorFailure) -> Self {
-        let (event, condition, error) = match failure {
+        let (event, condition, error, error_source) = match failure {
             SelectorFailure::Missing => (
                 Some(HpaEvent::SelectorRequired),
                 Some(HpaCondition::MissingSelector),
                 "selector is required".to_owned(),
+                None,
             ),
-            SelectorFailure::Invalid(err) => {
+            SelectorFailure::Invalid(source) => {
+                let err = source.to_string();
                 let msg = invalid_selector_message(&err);
                 (
                     Some(HpaEvent::InvalidSelector { err: err.clone() }),
                     Some(HpaCondition::InvalidSelector { err }),
                     msg,
+                    Some(source),
                 )
             }
             SelectorFailure::Ambiguous { selector, hpas } => {
@@ -372,9 +401,10 @@ impl MetricsOutcome {
                     }),
                     Some(HpaCondition::AmbiguousSelector { selector, hpas }),
                     msg,
+                    None,
                 )
             }
-            SelectorFailure::PodList(err) => (None, None, err),
+            SelectorFailure::PodList(source) => (None, None, source.to_string(), Some(source)),
         };
         MetricsOutcome {
             replicas: -1,
@@ -382,6 +412,7 @@ impl MetricsOutcome {
             timestamp: None,
             statuses: None,
             error: Some(error),
+            error_source,
             condition,
             events: event.into_iter().collect(),
             invalid_metrics: 0,

@@ -7,8 +7,8 @@
 //! [`recommendations`], [`scale_events`]) over the per-HPA state ([`state`]), conditions,
 //! events and status ([`conditions`], [`events`], [`status`]), the [`decision::Decision`]
 //! record and what the replica calculation recorded in it ([`calculation`]), per-HPA
-//! tolerances ([`tolerance`]), the metrics' `action`/`error` labels ([`labels`]) and Go `fmt`
-//! emulation ([`gofmt`]).
+//! tolerances ([`tolerance`]), the metrics' `action`/`error` labels ([`labels`]), the errors
+//! a failure keeps as its cause ([`error_source`]) and Go `fmt` emulation ([`gofmt`]).
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
@@ -17,6 +17,7 @@ pub mod behavior;
 pub mod calculation;
 pub mod conditions;
 pub mod decision;
+pub mod error_source;
 pub mod events;
 pub mod gofmt;
 pub mod labels;

@@ -33,6 +33,7 @@ use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
 use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
+use hpa_decision::error_source::ErrorSource;
 use hpa_decision::gofmt::SelectorStyle;
 use hpa_decision::labels::ErrorKind;
 use hpa_decision::state::HpaState;
@@ -50,7 +51,7 @@ pub struct ReconcileError {
     /// The error text, as upstream's.
     pub message: String,
     /// The error this one wraps.
-    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    pub source: Option<ErrorSource>,
 }
 
 impl ReconcileError {
@@ -69,10 +70,15 @@ impl ReconcileError {
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
+        Self::caused_by(kind, message, ErrorSource::new(source))
+    }
+
+    /// An error of `kind` whose text `message` wraps an error already kept as a source.
+    pub fn caused_by(kind: ErrorKind, message: impl Into<String>, source: ErrorSource) -> Self {
         ReconcileError {
             kind,
             message: message.into(),
-            source: Some(Arc::new(source)),
+            source: Some(source),
         }
     }
 }
@@ -85,9 +91,7 @@ impl std::fmt::Display for ReconcileError {
 
 impl std::error::Error for ReconcileError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.source.as_ref().map(ErrorSource::as_error)
     }
 }
 

@@ -7,19 +7,19 @@
 pub enum MetricsError {
     /// The `metrics.k8s.io` request failed.
     #[error("unable to fetch metrics from resource metrics API: {0}")]
-    ResourceFetch(FetchError),
+    ResourceFetch(#[source] FetchError),
     /// `metrics.k8s.io` answered with an empty list.
     #[error("no metrics returned from resource metrics API")]
     NoResourceMetrics,
     /// The `custom.metrics.k8s.io` request (or its version discovery) failed.
     #[error("unable to fetch metrics from custom metrics API: {0}")]
-    CustomFetch(FetchError),
+    CustomFetch(#[source] FetchError),
     /// `custom.metrics.k8s.io` answered with an empty list for a pods metric.
     #[error("no metrics returned from custom metrics API")]
     NoCustomMetrics,
     /// The `external.metrics.k8s.io` request failed.
     #[error("unable to fetch metrics from external metrics API: {0}")]
-    ExternalFetch(FetchError),
+    ExternalFetch(#[source] FetchError),
     /// `external.metrics.k8s.io` answered with an empty list.
     #[error("no metrics returned from external metrics API")]
     NoExternalMetrics,

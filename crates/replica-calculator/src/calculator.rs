@@ -362,7 +362,7 @@ impl ReplicaCalculator {
         metric: &ExternalMetric<'_>,
     ) -> Result<(Vec<i64>, Timestamp), CalculatorError> {
         let selector = Selector::from_optional_label_selector(metric.metric_selector)
-            .map_err(|e| CalculatorError::MetricSelector(e.to_string()))?;
+            .map_err(CalculatorError::MetricSelector)?;
         self.metrics_client
             .get_external_metric(metric.metric_name, query.namespace, &selector)
             .await

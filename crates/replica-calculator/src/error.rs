@@ -2,6 +2,8 @@
 //! `pkg/controller/podautoscaler/replica_calculator.go` produces (its `fmt.Errorf` formats), so
 //! HPA conditions and events read the same.
 
+use hpa_metrics::{QuantityError, SelectorError};
+
 use crate::{MetricsError, PodListError, UtilizationError};
 
 fn object_metric_text(
@@ -75,7 +77,7 @@ pub enum CalculatorError {
     /// The metric selector of an External metric could not be converted
     /// (`metav1.LabelSelectorAsSelector`); upstream returns that error unwrapped.
     #[error("{0}")]
-    MetricSelector(String),
+    MetricSelector(#[source] SelectorError),
     /// Listing pods from the informer cache failed.
     #[error("unable to get pods while calculating replica count: {0}")]
     ListPods(#[source] PodListError),
@@ -117,7 +119,8 @@ pub enum CalculatorError {
     /// A request quantity could not be read (cannot happen with API-validated pods; upstream has
     /// no equivalent because Go decodes quantities while reading the object).
     #[error(
-        "invalid request {quantity:?} for {resource} in container {container} of Pod {pod}: {reason}"
+        "invalid request {quantity:?} for {resource} in container {container} of Pod {pod}: {}",
+        source.kind
     )]
     InvalidRequest {
         /// The resource name.
@@ -129,7 +132,7 @@ pub enum CalculatorError {
         /// The quantity text.
         quantity: String,
         /// Why it could not be read.
-        reason: String,
+        source: Box<QuantityError>,
     },
     /// The utilization helper failed (`no metrics returned matched known pods`); unwrapped as
     /// upstream does.

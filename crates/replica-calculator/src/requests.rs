@@ -53,7 +53,7 @@ fn milli_value(
             container: container.to_owned(),
             pod: pod.to_owned(),
             quantity: q.0.clone(),
-            reason: e.kind.to_string(),
+            source: Box::new(e),
         })
 }
 

@@ -62,6 +62,7 @@ fn failed(reason: MetricFailureReason, inner: &str, outer: &str) -> MetricResult
             condition_error: inner.into(),
             error: outer.into(),
             kind: ErrorKind::Internal,
+            source: Some(ErrorSource::message(inner)),
         }),
     }
 }
@@ -273,6 +274,51 @@ fn aggregation_rules() {
     assert_eq!(
         (m.replicas, m.error.clone(), m.condition.clone()),
         (-1, None, Some(HpaCondition::Empty))
+    );
+}
+
+/// The aggregated error keeps the first failed metric (not a later one) as its source, and
+/// through it the error the metric's computation returned.
+#[test]
+fn aggregated_error_keeps_the_first_failure_and_its_source() {
+    let m = MetricsOutcome::from_results(
+        5,
+        vec![
+            ok(2, "cpu"),
+            failed(
+                MetricFailureReason::FailedGetExternalMetric,
+                "first inner",
+                "first outer",
+            ),
+            failed(
+                MetricFailureReason::FailedGetObjectMetric,
+                "second inner",
+                "second outer",
+            ),
+        ],
+    );
+    let source = m.error_source.as_ref().map(ErrorSource::as_error);
+    assert_eq!(
+        source.map(ToString::to_string).as_deref(),
+        Some("first outer")
+    );
+    let cause = source.and_then(|e| e.source()).map(ToString::to_string);
+    assert_eq!(cause.as_deref(), Some("first inner"));
+    // Nothing failed: nothing to keep.
+    let m = MetricsOutcome::from_results(5, vec![ok(2, "cpu")]);
+    assert!(m.error_source.is_none());
+    // A selector that does not parse is kept; a missing one is only a text upstream.
+    let m = MetricsOutcome::selector_failure(SelectorFailure::Invalid(ErrorSource::message(
+        "couldn't parse the selector string \"a==\"",
+    )));
+    assert_eq!(
+        m.error_source.map(|e| e.to_string()).as_deref(),
+        Some("couldn't parse the selector string \"a==\"")
+    );
+    assert!(
+        MetricsOutcome::selector_failure(SelectorFailure::Missing)
+            .error_source
+            .is_none()
     );
 }
 
@@ -524,7 +570,9 @@ fn selector_failures() {
         Some("pods by selector app=web are controlled by multiple HPAs: [default/a default/b]")
     );
     assert_eq!(m.statuses, None);
-    let m = MetricsOutcome::selector_failure(SelectorFailure::PodList("list failed".into()));
+    let m = MetricsOutcome::selector_failure(SelectorFailure::PodList(ErrorSource::message(
+        "list failed",
+    )));
     assert!(m.events.is_empty() && m.condition.is_none());
 }
 

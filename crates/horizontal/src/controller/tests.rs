@@ -523,3 +523,102 @@ async fn a_failed_rescale_keeps_the_write_error_as_its_source() {
     );
     informer.abort();
 }
+
+/// When every metric fails, the reconcile returns upstream's `failed to compute desired number
+/// of replicas` text, of kind `internal`, and its sources lead down to the metrics API's
+/// answer: the first metric's failure, the calculator's error, the metrics client's error and
+/// the request's.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failed_metric_keeps_every_error_below_it_as_sources() {
+    use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricTarget, ResourceMetricSource};
+    let mut metrics_client = hpa_metrics::MockMetricsClient::new();
+    metrics_client
+        .expect_get_resource_metric()
+        .returning(|_, _, _, _| {
+            Err(hpa_metrics::MetricsError::ResourceFetch(
+                hpa_metrics::FetchError {
+                    status: Some(503),
+                    message: "the server is currently unable to handle the request".into(),
+                },
+            ))
+        });
+    let controller = HorizontalController::new(ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(metrics_client),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config: ControllerConfig::from_options(
+            &hpa_config::Options::from_flag_map(&Default::default())
+                .unwrap()
+                .options,
+        ),
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    let inner = controller.inner.clone();
+    let writers = inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(
+        events,
+        writers.hpas,
+        handler,
+        Duration::ZERO,
+    ));
+    let mut with_cpu = hpa(0);
+    with_cpu.spec.max_replicas = 5;
+    with_cpu.spec.metrics = Some(vec![MetricSpec {
+        type_: "Resource".into(),
+        resource: Some(ResourceMetricSource {
+            name: "cpu".into(),
+            target: MetricTarget {
+                type_: "Utilization".into(),
+                average_utilization: Some(50),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    }]);
+    for e in [
+        watcher::Event::Init,
+        watcher::Event::InitApply(with_cpu),
+        watcher::Event::InitDone,
+    ] {
+        tx.send(Ok(e)).unwrap();
+    }
+    settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
+    let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Internal);
+    let fetch = "unable to fetch metrics from resource metrics API: the server is currently unable to handle the request";
+    let calculator = format!("unable to get metrics for resource cpu: {fetch}");
+    let metric = format!(
+        "failed to get cpu resource metric value: failed to get cpu utilization: {calculator}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "failed to compute desired number of replicas based on listed metrics for \
+             Deployment/ns-0/web-0: invalid metrics (1 invalid out of 1), first error is: {metric}"
+        )
+    );
+    let mut chain = Vec::new();
+    let mut next = std::error::Error::source(&err);
+    while let Some(e) = next {
+        chain.push(e.to_string());
+        next = e.source();
+    }
+    assert_eq!(
+        chain,
+        [
+            metric,
+            calculator,
+            fetch.to_owned(),
+            "the server is currently unable to handle the request".to_owned(),
+        ]
+    );
+    informer.abort();
+}

@@ -37,6 +37,7 @@ use hpa_decision::decision::{
     Branch, Decision, DecisionConfig, DecisionInput, MetricsOutcome, RescaleResult,
     SelectorFailure, decide, scale_target_reference,
 };
+use hpa_decision::error_source::ErrorSource;
 use hpa_decision::events::HpaEvent;
 use hpa_decision::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use hpa_decision::state::HpaState;
@@ -292,10 +293,17 @@ impl Reconciler {
         }
         let replaces = decision.failure.is_none() && rescale_error.is_none();
         // The decision's error: after a failed scale write it is `failed to rescale %s: %v`
-        // around that write's error; otherwise the metrics' text, with no error value to keep.
-        let decision_error = |message: String| match rescale_error {
-            Some(source) => ReconcileError::wrapping(ErrorKind::Internal, message, source),
-            None => ReconcileError::internal(message),
+        // around that write's error; otherwise `failed to compute desired number of replicas
+        // ...` around the metrics' error (the first failed metric's, or the selector's).
+        let metrics_error = decision
+            .failure
+            .as_ref()
+            .and(decision.metrics.as_ref())
+            .and_then(|m| m.error_source.clone());
+        let decision_error = |message: String| match (rescale_error, metrics_error) {
+            (Some(source), _) => ReconcileError::wrapping(ErrorKind::Internal, message, source),
+            (None, Some(source)) => ReconcileError::caused_by(ErrorKind::Internal, message, source),
+            (None, None) => ReconcileError::internal(message),
         };
         let result = match status_result {
             Err(err) if replaces => Err(err),
@@ -490,14 +498,16 @@ impl Reconciler {
         }
         let parsed: Selector = selector_str
             .parse()
-            .map_err(|e: hpa_metrics::SelectorError| SelectorFailure::Invalid(e.to_string()))?;
+            .map_err(|e: hpa_metrics::SelectorError| {
+                SelectorFailure::Invalid(ErrorSource::new(e))
+            })?;
         let key = HpaKey::new(namespace, name);
         self.selectors.update_if_present(&key, parsed.clone());
         let pods = self
             .caches
             .pod_lister()
             .list(namespace, &parsed)
-            .map_err(|e| SelectorFailure::PodList(e.to_string()))?;
+            .map_err(|e| SelectorFailure::PodList(ErrorSource::new(e)))?;
         let empty = std::collections::BTreeMap::new();
         let labels = pods
             .iter()

@@ -45,7 +45,7 @@ pub(super) async fn measure(
         (Some(v), _) => (ValueTarget::AverageValue, v),
         (None, Some(v)) => (ValueTarget::Value, v),
         (None, None) => {
-            return Err(fail.failure(
+            return Err(fail.failure_text(
                 "invalid external metric source: neither a value target nor an average value target was set",
             ));
         }

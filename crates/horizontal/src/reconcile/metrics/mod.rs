@@ -12,6 +12,7 @@ mod resource;
 
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, MetricProposal, MetricResult};
+use hpa_decision::error_source::ErrorSource;
 use hpa_decision::gofmt::{GoArg, sprintf};
 use hpa_decision::labels::ErrorKind;
 use hpa_metrics::{Quantity, Selector};
@@ -76,36 +77,67 @@ struct Failures<'a> {
 }
 
 impl Failures<'_> {
-    /// The event and condition show `err`; the returned error wraps it in the outer layer.
-    fn failure(&self, err: impl ToString) -> MetricFailure {
-        let err = err.to_string();
-        let error = (self.outer)(&err);
+    /// The event and condition show `err`; the returned error wraps it in the outer layer and
+    /// keeps it as the failure's source.
+    fn failure(&self, err: impl std::error::Error + Send + Sync + 'static) -> MetricFailure {
+        let condition_error = err.to_string();
+        self.build(condition_error, Some(ErrorSource::new(err)))
+    }
+
+    /// A failure upstream builds from a text alone (`fmt.Errorf` with no error argument).
+    fn failure_text(&self, text: &str) -> MetricFailure {
+        self.build(text.to_owned(), None)
+    }
+
+    /// A failure whose event and condition show `err` wrapped as `format` (e.g. `failed to
+    /// get %s usage: %v` with the resource name); `err` is kept as the source.
+    fn wrapped(
+        &self,
+        format: &str,
+        name: &str,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> MetricFailure {
+        let condition_error = sprintf(format, &[GoArg::str(name), GoArg::error(err.to_string())]);
+        self.build(condition_error, Some(ErrorSource::new(err)))
+    }
+
+    fn build(&self, condition_error: String, source: Option<ErrorSource>) -> MetricFailure {
         MetricFailure {
             reason: self.reason,
-            condition_error: err,
-            error,
+            error: (self.outer)(&condition_error),
+            condition_error,
             kind: ErrorKind::Internal,
+            source,
         }
     }
 
     /// A failed fetch of a named metric: the event and condition show the calculator's error
     /// as is, the returned error wraps it as `format` (e.g. `failed to get %s external
     /// metric: %v`) and then in the outer layer, as upstream's two `fmt.Errorf` layers do.
-    fn named_fetch(&self, format: &str, name: &str, err: impl ToString) -> MetricFailure {
-        let err = err.to_string();
-        let inner = sprintf(format, &[GoArg::str(name), GoArg::error(err.as_str())]);
+    fn named_fetch(
+        &self,
+        format: &str,
+        name: &str,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> MetricFailure {
+        let condition_error = err.to_string();
+        let inner = sprintf(
+            format,
+            &[GoArg::str(name), GoArg::error(condition_error.as_str())],
+        );
         MetricFailure {
             reason: self.reason,
             error: (self.outer)(&inner),
-            condition_error: err,
+            condition_error,
             kind: ErrorKind::Internal,
+            source: Some(ErrorSource::new(err)),
         }
     }
 
     /// The metric's `type` names a source that is absent (API validation prevents this; Go
     /// would dereference nil). Reported as a failure of that type.
     fn missing_source(&self) -> MetricFailure {
-        self.failure("must populate information for the given metric source")
+        self.failure_text("must populate information for the given metric source")
     }
 
     /// A target quantity in milli-units.

@@ -32,7 +32,7 @@ pub(super) async fn measure(
         ("Value", Some(v), _) => (ValueTarget::Value, v),
         ("AverageValue", _, Some(v)) => (ValueTarget::AverageValue, v),
         _ => {
-            return Err(fail.failure(
+            return Err(fail.failure_text(
                 "invalid object metric source: neither a value target nor an average value target was set",
             ));
         }

@@ -76,12 +76,7 @@ pub(super) async fn measure(
                 target_usage,
             )
             .await
-            .map_err(|e| {
-                fail.failure(wrap(
-                    "failed to get %s usage: %v",
-                    &[GoArg::str(resource), GoArg::error(e.to_string())],
-                ))
-            })?;
+            .map_err(|e| fail.wrapped("failed to get %s usage: %v", resource, e))?;
         (
             MetricValueStatus {
                 average_value: Some(resource_quantity(resource, r.usage)),
@@ -101,12 +96,7 @@ pub(super) async fn measure(
                 u,
             )
             .await
-            .map_err(|e| {
-                fail.failure(wrap(
-                    "failed to get %s utilization: %v",
-                    &[GoArg::str(resource), GoArg::error(e.to_string())],
-                ))
-            })?;
+            .map_err(|e| fail.wrapped("failed to get %s utilization: %v", resource, e))?;
         (
             MetricValueStatus {
                 average_utilization: Some(r.utilization),
@@ -125,7 +115,7 @@ pub(super) async fn measure(
             },
         )
     } else {
-        return Err(fail.failure(
+        return Err(fail.failure_text(
             "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set",
         ));
     };
