@@ -109,8 +109,8 @@ pub(super) async fn measure(
             })?;
         (
             MetricValueStatus {
-                average_utilization: Some(r.utilization),
-                average_value: Some(resource_quantity(resource, r.raw_utilization)),
+                average_utilization: r.utilization,
+                average_value: Some(resource_quantity(resource, r.usage)),
                 value: None,
             },
             MetricProposal {
@@ -120,7 +120,7 @@ pub(super) async fn measure(
                 } else {
                     metric_names::resource_utilization(resource)
                 },
-                timestamp: Some(r.timestamp),
+                timestamp: r.timestamp,
                 detail: Some(r.detail),
             },
         )
