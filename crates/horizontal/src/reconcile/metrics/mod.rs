@@ -233,3 +233,6 @@ fn identifier(name: &str, selector: Option<&LabelSelector>) -> MetricIdentifier 
         selector: selector.cloned(),
     }
 }
+
+#[cfg(test)]
+mod tests;
