@@ -3,7 +3,9 @@
 //! `GetObjectMetricReplicas`, `GetObjectPerPodMetricReplicas`, `GetExternalMetricReplicas` and
 //! `GetExternalPerPodMetricReplicas` in `pkg/controller/podautoscaler/replica_calculator.go`.
 //!
-//! Each method fetches through [`MetricsClient`] and [`PodLister`], wraps fetch errors with
+//! [`ReplicaCalculator::calculate`] takes the metric and its target as one [`MetricTarget`]
+//! and calls the matching method; the seven methods stay public under upstream's names. Each
+//! method fetches through [`MetricsClient`] and [`PodLister`], wraps fetch errors with
 //! upstream's texts, and hands the values to the pure functions of [`crate::replicas`]. Time is
 //! an explicit `now` argument; nothing here reads the wall clock.
 
@@ -22,30 +24,21 @@ use crate::pod_lister::PodLister;
 use crate::replicas::{
     self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal, go_label_selector_string,
 };
+use crate::target::MetricTarget;
 use crate::tolerances::Tolerances;
 
-/// The outcome of [`ReplicaCalculator::get_resource_replicas`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceReplicas {
-    /// The proposed replica count.
-    pub replica_count: i32,
-    /// The current utilization, integer percent of the requests (before fill-ins).
-    pub utilization: i32,
-    /// The average usage per pod in milli-units (before fill-ins).
-    pub raw_utilization: i64,
-    /// The timestamp of the metrics (the first item's).
-    pub timestamp: Timestamp,
-    /// How the count was reached (usage ratio, pods counted).
-    pub detail: CalculationDetail,
-}
-
-/// The outcome of the usage-based methods.
+/// The outcome of every calculation: the proposal and what the HPA status reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricReplicas {
     /// The proposed replica count.
     pub replica_count: i32,
-    /// The usage for the HPA status, milli-units (per pod for average-value targets).
+    /// The usage for the HPA status, milli-units: the metric's value for `Value` targets, the
+    /// value per pod for `AverageValue` targets, and for a utilization target the raw average
+    /// usage per pod (upstream's `rawUtilization`); before any fill-in.
     pub usage: i64,
+    /// The current utilization, integer percent of the requests before any fill-in: `Some`
+    /// only for a utilization target ([`MetricTarget::ResourceUtilization`]).
+    pub utilization: Option<i32>,
     /// The metrics' timestamp; `None` where upstream returns Go's zero time (Object and
     /// External `Value` targets, a long-standing upstream quirk).
     pub timestamp: Option<Timestamp>,
@@ -123,6 +116,7 @@ impl MetricReplicas {
         Self {
             replica_count: proposal.replica_count,
             usage: proposal.usage,
+            utilization: None,
             timestamp,
             detail: proposal.detail,
         }
@@ -164,6 +158,53 @@ impl ReplicaCalculator {
         &self.config
     }
 
+    /// The replica count for `target`: the one of upstream's seven `Get*Replicas` methods
+    /// that the target's variant names, called with its metric and target number.
+    pub async fn calculate(
+        &self,
+        query: &ReplicaQuery<'_>,
+        target: &MetricTarget<'_>,
+    ) -> Result<MetricReplicas, CalculatorError> {
+        match *target {
+            MetricTarget::ResourceUtilization {
+                ref metric,
+                utilization,
+            } => self.get_resource_replicas(query, metric, utilization).await,
+            MetricTarget::ResourceAverageValue {
+                ref metric,
+                average_value,
+            } => {
+                self.get_raw_resource_replicas(query, metric, average_value)
+                    .await
+            }
+            MetricTarget::PodsAverageValue {
+                ref metric,
+                average_value,
+            } => self.get_metric_replicas(query, metric, average_value).await,
+            MetricTarget::ObjectValue { ref metric, value } => {
+                self.get_object_metric_replicas(query, metric, value).await
+            }
+            MetricTarget::ObjectAverageValue {
+                ref metric,
+                average_value,
+            } => {
+                self.get_object_per_pod_metric_replicas(query, metric, average_value)
+                    .await
+            }
+            MetricTarget::ExternalValue { ref metric, value } => {
+                self.get_external_metric_replicas(query, metric, value)
+                    .await
+            }
+            MetricTarget::ExternalAverageValue {
+                ref metric,
+                average_value,
+            } => {
+                self.get_external_per_pod_metric_replicas(query, metric, average_value)
+                    .await
+            }
+        }
+    }
+
     fn list_pods(
         &self,
         namespace: &str,
@@ -201,7 +242,7 @@ impl ReplicaCalculator {
         query: &ReplicaQuery<'_>,
         metric: &ResourceMetric<'_>,
         target_utilization: i32,
-    ) -> Result<ResourceReplicas, CalculatorError> {
+    ) -> Result<MetricReplicas, CalculatorError> {
         let (metrics, timestamp, pods) = self.resource_samples(query, metric).await?;
         let target = ResourceTarget {
             resource: metric.resource,
@@ -219,11 +260,11 @@ impl ReplicaCalculator {
             },
             &self.config,
         )?;
-        Ok(ResourceReplicas {
+        Ok(MetricReplicas {
             replica_count: proposal.replica_count,
-            utilization: proposal.utilization,
-            raw_utilization: proposal.raw_utilization,
-            timestamp,
+            usage: proposal.raw_utilization,
+            utilization: Some(proposal.utilization),
+            timestamp: Some(timestamp),
             detail: proposal.detail,
         })
     }

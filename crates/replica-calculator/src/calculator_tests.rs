@@ -15,6 +15,7 @@ use crate::calculator::{
     ResourceMetric,
 };
 use crate::pod_lister::{MockPodLister, PodListError};
+use crate::target::MetricTarget;
 use crate::tolerances::Tolerances;
 use crate::upstream_tests::{
     MetricCase, MetricType, ResourceCase, TEST_NAMESPACE, assert_no_failures, metric_cases, now,
@@ -106,8 +107,11 @@ async fn run_resource_shell(case: &ResourceCase) -> Result<(i32, i32, i64), Stri
         )
         .await
         .map_err(|e| e.to_string())?;
-    assert_eq!(got.timestamp, metrics_ts(), "{}", case.name);
-    Ok((got.replica_count, got.utilization, got.raw_utilization))
+    assert_eq!(got.timestamp, Some(metrics_ts()), "{}", case.name);
+    let utilization = got
+        .utilization
+        .expect("a utilization target reports the utilization");
+    Ok((got.replica_count, utilization, got.usage))
 }
 
 #[tokio::test]
@@ -533,4 +537,203 @@ async fn resource_replicas_report_list_errors_and_empty_lists() {
             .unwrap_err();
         assert_eq!(err.to_string(), want);
     }
+}
+
+/// The metrics-client call a `Get*Replicas` method makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetch {
+    Resource,
+    Pods,
+    Object,
+    External,
+}
+
+/// Three ready pods requesting 1 CPU per container, with CPU samples and per-pod `qps`.
+fn dispatch_scenario() -> crate::upstream_tests::Scenario {
+    crate::upstream_tests::Scenario {
+        current_replicas: 3,
+        requests: crate::upstream_tests::cpu_requests(3, "1.0"),
+        levels: crate::upstream_tests::levels(&[300, 500, 700]),
+        metric_levels: vec![300, 500, 700],
+        ..Default::default()
+    }
+}
+
+/// A calculator whose metrics client answers `fetch` exactly once and fails the test on any
+/// other call, and whose pod lister must be called exactly `listings` times.
+fn strict_calculator(fetch: Fetch, listings: usize) -> ReplicaCalculator {
+    let scenario = dispatch_scenario();
+    let mut metrics = MockMetricsClient::new();
+    let times = |kind: Fetch| usize::from(kind == fetch);
+    let resource = scenario.resource_metrics().expect("cpu samples");
+    metrics
+        .expect_get_resource_metric()
+        .times(times(Fetch::Resource))
+        .returning(move |_, _, _, _| Ok((resource.clone(), metrics_ts())));
+    let pods = scenario.pods_metrics();
+    metrics
+        .expect_get_raw_metric()
+        .times(times(Fetch::Pods))
+        .returning(move |_, _, _, _| Ok((pods.clone(), metrics_ts())));
+    metrics
+        .expect_get_object_metric()
+        .times(times(Fetch::Object))
+        .returning(|_, _, _, _| Ok((5000, metrics_ts())));
+    metrics
+        .expect_get_external_metric()
+        .times(times(Fetch::External))
+        .returning(|_, _, _| Ok((vec![2000, 3000], metrics_ts())));
+    metrics.expect_list_namespace_pod_metrics().times(0);
+    metrics.expect_list_namespace_raw_metric().times(0);
+    let mut lister = MockPodLister::new();
+    let listed = scenario.pods();
+    lister
+        .expect_list()
+        .withf(|ns, sel| ns == TEST_NAMESPACE && sel.to_string() == "name=test-pod")
+        .times(listings)
+        .returning(move |_, _| Ok(listed.clone()));
+    calculator(metrics, lister)
+}
+
+#[tokio::test]
+async fn calculate_calls_the_method_its_target_names() {
+    let selector = pod_selector();
+    let everything = Selector::everything();
+    let object = deployment();
+    let metric_selector = label_value_selector();
+    // `spec` and `status` replicas differ, so a per-pod method is told apart by its count.
+    let query = ReplicaQuery {
+        status_replicas: 2,
+        ..query(&selector, 3, Tolerances::default())
+    };
+    let resource = ResourceMetric {
+        resource: "cpu",
+        container: None,
+    };
+    let pods = PodsMetric {
+        metric_name: "qps",
+        metric_selector: &everything,
+    };
+    let object_metric = ObjectMetric {
+        metric_name: "qps",
+        object_ref: &object,
+        metric_selector: &everything,
+    };
+    let external = ExternalMetric {
+        metric_name: "qps",
+        metric_selector: Some(&metric_selector),
+    };
+
+    // Each target, the fetch and pod listings its method makes, and that method called
+    // directly (on a calculator of its own, so every mock counts one call only).
+    let cases: Vec<(MetricTarget<'_>, Fetch, usize, MetricReplicas)> = vec![
+        (
+            MetricTarget::ResourceUtilization {
+                metric: resource,
+                utilization: 30,
+            },
+            Fetch::Resource,
+            1,
+            strict_calculator(Fetch::Resource, 1)
+                .get_resource_replicas(&query, &resource, 30)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::ResourceAverageValue {
+                metric: resource,
+                average_value: 400,
+            },
+            Fetch::Resource,
+            1,
+            strict_calculator(Fetch::Resource, 1)
+                .get_raw_resource_replicas(&query, &resource, 400)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::PodsAverageValue {
+                metric: pods,
+                average_value: 400,
+            },
+            Fetch::Pods,
+            1,
+            strict_calculator(Fetch::Pods, 1)
+                .get_metric_replicas(&query, &pods, 400)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::ObjectValue {
+                metric: object_metric,
+                value: 1000,
+            },
+            Fetch::Object,
+            1,
+            strict_calculator(Fetch::Object, 1)
+                .get_object_metric_replicas(&query, &object_metric, 1000)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::ObjectAverageValue {
+                metric: object_metric,
+                average_value: 1000,
+            },
+            Fetch::Object,
+            0,
+            strict_calculator(Fetch::Object, 0)
+                .get_object_per_pod_metric_replicas(&query, &object_metric, 1000)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::ExternalValue {
+                metric: external,
+                value: 1000,
+            },
+            Fetch::External,
+            1,
+            strict_calculator(Fetch::External, 1)
+                .get_external_metric_replicas(&query, &external, 1000)
+                .await
+                .unwrap(),
+        ),
+        (
+            MetricTarget::ExternalAverageValue {
+                metric: external,
+                average_value: 1000,
+            },
+            Fetch::External,
+            0,
+            strict_calculator(Fetch::External, 0)
+                .get_external_per_pod_metric_replicas(&query, &external, 1000)
+                .await
+                .unwrap(),
+        ),
+    ];
+    // Methods sharing a fetch give different results here, so equal results below show
+    // which method ran, not only which fetch.
+    for (a, b) in [(0, 1), (3, 4), (5, 6)] {
+        assert_ne!(
+            cases[a].3, cases[b].3,
+            "{:?} / {:?}",
+            cases[a].0, cases[b].0
+        );
+    }
+    for (target, fetch, listings, direct) in &cases {
+        // Dropping the calculator checks the mocks' call counts.
+        let calc = strict_calculator(*fetch, *listings);
+        let got = calc.calculate(&query, target).await.unwrap();
+        drop(calc);
+        assert_eq!(&got, direct, "{target:?}");
+    }
+    // Only a utilization target reports a utilization; Value targets report Go's zero time.
+    let utilizations: Vec<_> = cases.iter().map(|c| c.3.utilization.is_some()).collect();
+    assert_eq!(
+        utilizations,
+        [true, false, false, false, false, false, false]
+    );
+    let zero_times: Vec<_> = cases.iter().map(|c| c.3.timestamp.is_none()).collect();
+    assert_eq!(zero_times, [false, false, false, true, false, true, false]);
 }

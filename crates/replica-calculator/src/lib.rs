@@ -12,7 +12,11 @@
 //!   [`hpa_metrics::MetricsClient`] and a [`PodLister`] and delegates to the pure functions.
 //!   Its seven methods are upstream's seven `Get*Replicas`; each takes the shared
 //!   [`ReplicaQuery`] (namespace, replicas, pod selector, tolerances, time), the metric measured
-//!   ([`ResourceMetric`], [`PodsMetric`], [`ObjectMetric`] or [`ExternalMetric`]) and the target.
+//!   ([`ResourceMetric`], [`PodsMetric`], [`ObjectMetric`] or [`ExternalMetric`]) and the target
+//!   number, and returns a [`MetricReplicas`] (the count, the usage and, for a utilization
+//!   target, the utilization for the status; the timestamp; the trace detail).
+//!   [`ReplicaCalculator::calculate`] takes the metric and its target as one
+//!   [`MetricTarget`] (one variant per method) and calls the matching method.
 //!
 //! Numeric fidelity: `int64` arithmetic wraps as in Go, divisions truncate, and where upstream
 //! converts an out-of-range float (NaN, ±Inf, beyond the integer range) without a guard, the
@@ -28,6 +32,7 @@ pub mod group_pods;
 mod pod_lister;
 pub mod replicas;
 pub mod requests;
+mod target;
 mod tolerances;
 #[cfg(test)]
 mod upstream_tests;
@@ -42,9 +47,10 @@ pub use tolerances::Tolerances;
 
 pub use calculator::{
     ExternalMetric, MetricReplicas, ObjectMetric, PodsMetric, ReplicaCalculator, ReplicaQuery,
-    ResourceMetric, ResourceReplicas,
+    ResourceMetric,
 };
 pub use pod_lister::{PodListError, PodLister};
+pub use target::MetricTarget;
 
 #[cfg(any(test, feature = "mock"))]
 pub use pod_lister::MockPodLister;

@@ -218,11 +218,11 @@ impl Scenario {
     }
 }
 
-fn cpu_requests(n: usize, value: &'static str) -> Vec<&'static str> {
+pub(crate) fn cpu_requests(n: usize, value: &'static str) -> Vec<&'static str> {
     vec![value; n]
 }
 
-fn levels(per_container: &[i64]) -> Vec<Vec<i64>> {
+pub(crate) fn levels(per_container: &[i64]) -> Vec<Vec<i64>> {
     per_container.iter().map(|&l| vec![l, l]).collect()
 }
 

@@ -4,11 +4,12 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_replica_calculator::ExternalMetric;
+use hpa_replica_calculator::{ExternalMetric, MetricTarget};
 use k8s_openapi::api::autoscaling::v2::{ExternalMetricStatus, MetricSpec, MetricStatus};
 
 use super::{
-    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
+    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
+    wrap,
 };
 
 /// One External metric: an `averageValue` target is checked first (the value per ready pod),
@@ -41,36 +42,31 @@ pub(super) async fn measure(
         outer: &outer,
     };
     let selector = src.metric.selector.as_ref();
-    let (kind, target) = match (&src.target.average_value, &src.target.value) {
-        (Some(v), _) => (ValueTarget::AverageValue, v),
-        (None, Some(v)) => (ValueTarget::Value, v),
+    let metric = ExternalMetric {
+        metric_name: name,
+        metric_selector: selector,
+    };
+    let target = match (&src.target.average_value, &src.target.value) {
+        (Some(v), _) => MetricTarget::ExternalAverageValue {
+            metric,
+            average_value: fail.quantity(v)?,
+        },
+        (None, Some(v)) => MetricTarget::ExternalValue {
+            metric,
+            value: fail.quantity(v)?,
+        },
         (None, None) => {
             return Err(fail.failure_text(
                 "invalid external metric source: neither a value target nor an average value target was set",
             ));
         }
     };
-    let target = fail.quantity(target)?;
-    let calculator = computer.calculator;
-    let metric = ExternalMetric {
-        metric_name: name,
-        metric_selector: selector,
-    };
-    let r = match kind {
-        ValueTarget::AverageValue => calculator
-            .get_external_per_pod_metric_replicas(ctx, &metric, target)
-            .await
-            .map_err(|e| fail.named_fetch("failed to get %s external metric: %v", name, e)),
-        ValueTarget::Value => calculator
-            .get_external_metric_replicas(ctx, &metric, target)
-            .await
-            .map_err(|e| fail.named_fetch("failed to get external metric %s: %v", name, e)),
-    }?;
+    let r = calculate(computer, ctx, &fail, &target).await?;
     let status = MetricStatus {
         type_: "External".to_owned(),
         external: Some(ExternalMetricStatus {
             metric: identifier(name, selector),
-            current: kind.current(r.usage),
+            current: current(&target, &r),
         }),
         ..Default::default()
     };

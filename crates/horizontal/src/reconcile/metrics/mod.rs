@@ -2,8 +2,10 @@
 //! `computeStatusFor{Object,Pods,Resource,ContainerResource,External}Metric` functions of
 //! `pkg/controller/podautoscaler/horizontal.go`, one file per metric source type
 //! ([`resource`] also serves ContainerResource), over a replica calculator. Every source
-//! takes the same path: parse the target, fetch from the calculator, wrap a failure as
-//! upstream does ([`Failures`]), then build the status entry and the proposal.
+//! takes the same path: read the spec's target into a [`MetricTarget`] (which of upstream's
+//! `Get*Replicas` methods answers it), compute it with the calculator and wrap a failure as
+//! upstream does for that method (`calculate`, [`Failures`]), then build the status entry
+//! (`current` reads its fields from the target) and the proposal.
 
 mod external;
 mod object;
@@ -16,7 +18,7 @@ use hpa_decision::error_source::ErrorSource;
 use hpa_decision::gofmt::{GoArg, sprintf};
 use hpa_decision::labels::ErrorKind;
 use hpa_metrics::{Quantity, Selector};
-use hpa_replica_calculator::{MetricReplicas, ReplicaCalculator, ReplicaQuery};
+use hpa_replica_calculator::{MetricReplicas, MetricTarget, ReplicaCalculator, ReplicaQuery};
 use k8s_openapi::api::autoscaling::v2::{
     MetricIdentifier, MetricSpec, MetricStatus, MetricValueStatus,
 };
@@ -156,32 +158,91 @@ impl Failures<'_> {
     }
 }
 
-/// Which field of a `MetricValueStatus` a usage reports: `value` for a `Value` target,
-/// `averageValue` for an `AverageValue` one (Object and External metrics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ValueTarget {
-    Value,
-    AverageValue,
+/// Computes `target` (upstream's `Get*Replicas` call of `computeStatusFor*Metric`), wrapping
+/// a failure as that function does: the texts differ by method, so they are chosen by the
+/// target's variant.
+async fn calculate(
+    computer: &MetricComputer<'_>,
+    ctx: &MetricContext<'_>,
+    fail: &Failures<'_>,
+    target: &MetricTarget<'_>,
+) -> Result<MetricReplicas, MetricFailure> {
+    computer
+        .calculator
+        .calculate(ctx, target)
+        .await
+        .map_err(|e| match target {
+            MetricTarget::ResourceUtilization { metric, .. } => {
+                fail.wrapped("failed to get %s utilization: %v", metric.resource, e)
+            }
+            MetricTarget::ResourceAverageValue { metric, .. } => {
+                fail.wrapped("failed to get %s usage: %v", metric.resource, e)
+            }
+            // Upstream returns these two methods' errors without a per-method layer.
+            MetricTarget::PodsAverageValue { .. } | MetricTarget::ObjectValue { .. } => {
+                fail.failure(e)
+            }
+            MetricTarget::ObjectAverageValue { metric, .. } => {
+                fail.named_fetch("failed to get %s object metric: %v", metric.metric_name, e)
+            }
+            MetricTarget::ExternalValue { metric, .. } => fail.named_fetch(
+                "failed to get external metric %s: %v",
+                metric.metric_name,
+                e,
+            ),
+            MetricTarget::ExternalAverageValue { metric, .. } => fail.named_fetch(
+                "failed to get %s external metric: %v",
+                metric.metric_name,
+                e,
+            ),
+        })
 }
 
-impl ValueTarget {
-    /// The current value of a usage in milli-units.
-    fn current(self, usage: i64) -> MetricValueStatus {
-        let q = Some(Quantity::from_milli(usage).to_k8s());
-        match self {
-            ValueTarget::Value => MetricValueStatus {
-                value: q,
+/// The `current` of a status entry: the target's kind chooses the fields, `value` for a
+/// `Value` target, `averageValue` for an `AverageValue` one, `averageUtilization` and
+/// `averageValue` (the raw usage per pod) for a `Utilization` one.
+fn current(target: &MetricTarget<'_>, r: &MetricReplicas) -> MetricValueStatus {
+    let milli = || Some(Quantity::from_milli(r.usage).to_k8s());
+    match target {
+        MetricTarget::ResourceUtilization { metric, .. } => MetricValueStatus {
+            average_utilization: r.utilization,
+            average_value: Some(resource_quantity(metric.resource, r.usage)),
+            value: None,
+        },
+        MetricTarget::ResourceAverageValue { metric, .. } => MetricValueStatus {
+            average_value: Some(resource_quantity(metric.resource, r.usage)),
+            ..Default::default()
+        },
+        MetricTarget::PodsAverageValue { .. }
+        | MetricTarget::ObjectAverageValue { .. }
+        | MetricTarget::ExternalAverageValue { .. } => MetricValueStatus {
+            average_value: milli(),
+            ..Default::default()
+        },
+        MetricTarget::ObjectValue { .. } | MetricTarget::ExternalValue { .. } => {
+            MetricValueStatus {
+                value: milli(),
                 ..Default::default()
-            },
-            ValueTarget::AverageValue => MetricValueStatus {
-                average_value: q,
-                ..Default::default()
-            },
+            }
         }
     }
 }
 
-/// The proposal of a usage-based fetch under `metric_name`.
+/// `buildQuantity` (v1.34+, kubernetes#132351): resource metric values print in BinarySI for
+/// memory (`156250Ki`) and DecimalSI otherwise.
+fn resource_quantity(
+    resource: &str,
+    milli: i64,
+) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
+    let format = if resource == "memory" {
+        hpa_metrics::Format::BinarySI
+    } else {
+        hpa_metrics::Format::DecimalSI
+    };
+    Quantity::from_milli_with_format(milli, format).to_k8s()
+}
+
+/// The proposal of a calculation under `metric_name`.
 fn proposal(r: MetricReplicas, metric_name: String) -> MetricProposal {
     MetricProposal {
         replicas: r.replica_count,
@@ -202,3 +263,6 @@ fn identifier(name: &str, selector: Option<&LabelSelector>) -> MetricIdentifier 
         selector: selector.cloned(),
     }
 }
+
+#[cfg(test)]
+mod tests;

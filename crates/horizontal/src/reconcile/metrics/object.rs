@@ -3,11 +3,12 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_replica_calculator::ObjectMetric;
+use hpa_replica_calculator::{MetricTarget, ObjectMetric};
 use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, ObjectMetricStatus};
 
 use super::{
-    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
+    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
+    wrap,
 };
 
 /// One Object metric: the target's `type` chooses between its `value` (the object's metric
@@ -27,47 +28,47 @@ pub(super) async fn measure(
         return Err(fail.missing_source());
     };
     let metric_selector = fail.metric_selector(src.metric.selector.as_ref())?;
-    let target = &src.target;
-    let (kind, target) = match (target.type_.as_str(), &target.value, &target.average_value) {
-        ("Value", Some(v), _) => (ValueTarget::Value, v),
-        ("AverageValue", _, Some(v)) => (ValueTarget::AverageValue, v),
+    let name = src.metric.name.as_str();
+    let metric = ObjectMetric {
+        metric_name: name,
+        object_ref: &src.described_object,
+        metric_selector: &metric_selector,
+    };
+    let spec_target = &src.target;
+    let target_fields = (
+        spec_target.type_.as_str(),
+        &spec_target.value,
+        &spec_target.average_value,
+    );
+    let (target, metric_name) = match target_fields {
+        ("Value", Some(v), _) => (
+            MetricTarget::ObjectValue {
+                metric,
+                value: fail.quantity(v)?,
+            },
+            metric_names::object(&src.described_object.kind, name),
+        ),
+        // Upstream names an AverageValue Object metric as it names an External one.
+        ("AverageValue", _, Some(v)) => (
+            MetricTarget::ObjectAverageValue {
+                metric,
+                average_value: fail.quantity(v)?,
+            },
+            metric_names::external(name, src.metric.selector.as_ref(), computer.selector_style),
+        ),
         _ => {
             return Err(fail.failure_text(
                 "invalid object metric source: neither a value target nor an average value target was set",
             ));
         }
     };
-    let target_usage = fail.quantity(target)?;
-    let name = src.metric.name.as_str();
-    let calculator = computer.calculator;
-    let metric = ObjectMetric {
-        metric_name: name,
-        object_ref: &src.described_object,
-        metric_selector: &metric_selector,
-    };
-    let (r, metric_name) = match kind {
-        ValueTarget::Value => (
-            calculator
-                .get_object_metric_replicas(ctx, &metric, target_usage)
-                .await
-                .map_err(|e| fail.failure(e))?,
-            metric_names::object(&src.described_object.kind, name),
-        ),
-        // Upstream names an AverageValue Object metric as it names an External one.
-        ValueTarget::AverageValue => (
-            calculator
-                .get_object_per_pod_metric_replicas(ctx, &metric, target_usage)
-                .await
-                .map_err(|e| fail.named_fetch("failed to get %s object metric: %v", name, e))?,
-            metric_names::external(name, src.metric.selector.as_ref(), computer.selector_style),
-        ),
-    };
+    let r = calculate(computer, ctx, &fail, &target).await?;
     let status = MetricStatus {
         type_: "Object".to_owned(),
         object: Some(ObjectMetricStatus {
             described_object: src.described_object.clone(),
             metric: identifier(name, src.metric.selector.as_ref()),
-            current: kind.current(r.usage),
+            current: current(&target, &r),
         }),
         ..Default::default()
     };

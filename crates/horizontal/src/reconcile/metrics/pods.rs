@@ -3,11 +3,12 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_replica_calculator::PodsMetric;
+use hpa_replica_calculator::{MetricTarget, PodsMetric};
 use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, PodsMetricStatus};
 
 use super::{
-    Failures, Measured, MetricComputer, MetricContext, ValueTarget, identifier, proposal, wrap,
+    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
+    wrap,
 };
 
 /// One Pods metric: the average per pod against the target average value.
@@ -31,23 +32,19 @@ pub(super) async fn measure(
         Some(q) => fail.quantity(q)?,
         None => 0,
     };
-    let r = computer
-        .calculator
-        .get_metric_replicas(
-            ctx,
-            &PodsMetric {
-                metric_name: &src.metric.name,
-                metric_selector: &metric_selector,
-            },
-            target_usage,
-        )
-        .await
-        .map_err(|e| fail.failure(e))?;
+    let target = MetricTarget::PodsAverageValue {
+        metric: PodsMetric {
+            metric_name: &src.metric.name,
+            metric_selector: &metric_selector,
+        },
+        average_value: target_usage,
+    };
+    let r = calculate(computer, ctx, &fail, &target).await?;
     let status = MetricStatus {
         type_: "Pods".to_owned(),
         pods: Some(PodsMetricStatus {
             metric: identifier(&src.metric.name, src.metric.selector.as_ref()),
-            current: ValueTarget::AverageValue.current(r.usage),
+            current: current(&target, &r),
         }),
         ..Default::default()
     };

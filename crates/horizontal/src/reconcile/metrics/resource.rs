@@ -2,16 +2,16 @@
 //! Resource or ContainerResource metric with an `AverageValue` or `Utilization` target.
 
 use hpa_decision::conditions::MetricFailureReason;
-use hpa_decision::decision::{MetricFailure, MetricProposal, metric_names};
+use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::GoArg;
-use hpa_metrics::Quantity;
-use hpa_replica_calculator::ResourceMetric;
+use hpa_replica_calculator::{MetricTarget, ResourceMetric};
 use k8s_openapi::api::autoscaling::v2::{
-    ContainerResourceMetricStatus, MetricSpec, MetricStatus, MetricValueStatus,
-    ResourceMetricStatus,
+    ContainerResourceMetricStatus, MetricSpec, MetricStatus, ResourceMetricStatus,
 };
 
-use super::{Failures, Measured, MetricComputer, MetricContext, proposal, wrap};
+use super::{
+    Failures, Measured, MetricComputer, MetricContext, calculate, current, proposal, wrap,
+};
 
 /// One Resource metric, or with `container_metric` one ContainerResource metric: an
 /// `averageValue` target is checked first (raw usage per pod), then an
@@ -63,62 +63,34 @@ pub(super) async fn measure(
         reason,
         outer: &outer,
     };
-    let (current, proposal) = if let Some(v) = &target.average_value {
-        let target_usage = fail.quantity(v)?;
-        let r = computer
-            .calculator
-            .get_raw_resource_replicas(
-                ctx,
-                &ResourceMetric {
-                    resource,
-                    container,
-                },
-                target_usage,
-            )
-            .await
-            .map_err(|e| fail.wrapped("failed to get %s usage: %v", resource, e))?;
-        (
-            MetricValueStatus {
-                average_value: Some(resource_quantity(resource, r.usage)),
-                ..Default::default()
-            },
-            proposal(r, metric_names::resource(resource)),
-        )
-    } else if let Some(u) = target.average_utilization {
-        let r = computer
-            .calculator
-            .get_resource_replicas(
-                ctx,
-                &ResourceMetric {
-                    resource,
-                    container,
-                },
-                u,
-            )
-            .await
-            .map_err(|e| fail.wrapped("failed to get %s utilization: %v", resource, e))?;
-        (
-            MetricValueStatus {
-                average_utilization: Some(r.utilization),
-                average_value: Some(resource_quantity(resource, r.raw_utilization)),
-                value: None,
-            },
-            MetricProposal {
-                replicas: r.replica_count,
-                metric_name: if container.is_some() {
-                    metric_names::container_resource_utilization(resource)
-                } else {
-                    metric_names::resource_utilization(resource)
-                },
-                timestamp: Some(r.timestamp),
-                detail: Some(r.detail),
-            },
-        )
+    let metric = ResourceMetric {
+        resource,
+        container,
+    };
+    let (target, metric_name) = if let Some(v) = &target.average_value {
+        let target = MetricTarget::ResourceAverageValue {
+            metric,
+            average_value: fail.quantity(v)?,
+        };
+        (target, metric_names::resource(resource))
+    } else if let Some(utilization) = target.average_utilization {
+        let target = MetricTarget::ResourceUtilization {
+            metric,
+            utilization,
+        };
+        let metric_name = if container.is_some() {
+            metric_names::container_resource_utilization(resource)
+        } else {
+            metric_names::resource_utilization(resource)
+        };
+        (target, metric_name)
     } else {
         return Err(fail.failure_text(
             "invalid resource metric source: neither an average utilization target nor an average value (usage) target was set",
         ));
     };
+    let r = calculate(computer, ctx, &fail, &target).await?;
+    let current = current(&target, &r);
     let status = match container {
         Some(c) => MetricStatus {
             type_: "ContainerResource".to_owned(),
@@ -138,19 +110,5 @@ pub(super) async fn measure(
             ..Default::default()
         },
     };
-    Ok((status, proposal))
-}
-
-/// `buildQuantity` (v1.34+, kubernetes#132351): resource metric values print in BinarySI for
-/// memory (`156250Ki`) and DecimalSI otherwise.
-fn resource_quantity(
-    resource: &str,
-    milli: i64,
-) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
-    let format = if resource == "memory" {
-        hpa_metrics::Format::BinarySI
-    } else {
-        hpa_metrics::Format::DecimalSI
-    };
-    Quantity::from_milli_with_format(milli, format).to_k8s()
+    Ok((status, proposal(r, metric_name)))
 }
