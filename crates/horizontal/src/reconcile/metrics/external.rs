@@ -3,13 +3,12 @@
 
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
-use hpa_decision::gofmt::GoArg;
+use hpa_decision::gofmt::{GoArg, sprintf};
 use hpa_replica_calculator::{ExternalMetric, MetricTarget};
 use k8s_openapi::api::autoscaling::v2::{ExternalMetricStatus, MetricSpec, MetricStatus};
 
 use super::{
     Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
-    wrap,
 };
 
 /// One External metric: an `averageValue` target is checked first (the value per ready pod),
@@ -24,18 +23,15 @@ pub(super) async fn measure(
         .as_ref()
         .map_or("", |src| src.metric.name.as_str());
     let outer = |e: &str| {
-        wrap(
+        sprintf(
             "failed to get %s external metric value: %v",
             &[GoArg::str(name), GoArg::error(e)],
         )
     };
-    let identity = |e: &str| e.to_owned();
     let Some(src) = spec.external.as_ref() else {
-        return Err(Failures {
-            reason: MetricFailureReason::FailedGetExternalMetric,
-            outer: &identity,
-        }
-        .missing_source());
+        return Err(
+            Failures::unwrapped(MetricFailureReason::FailedGetExternalMetric).missing_source(),
+        );
     };
     let fail = Failures {
         reason: MetricFailureReason::FailedGetExternalMetric,

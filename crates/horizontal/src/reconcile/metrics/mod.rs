@@ -78,17 +78,33 @@ struct Failures<'a> {
     outer: &'a (dyn Fn(&str) -> String + Sync),
 }
 
+/// The outer layer of a source whose errors are returned as the event shows them.
+fn unwrapped(err: &str) -> String {
+    err.to_owned()
+}
+
+impl Failures<'static> {
+    /// Failures of a source type whose returned error is the event's and condition's (no
+    /// outer layer).
+    fn unwrapped(reason: MetricFailureReason) -> Self {
+        Failures {
+            reason,
+            outer: &unwrapped,
+        }
+    }
+}
+
 impl Failures<'_> {
     /// The event and condition show `err`; the returned error wraps it in the outer layer and
     /// keeps it as the failure's source.
     fn failure(&self, err: impl std::error::Error + Send + Sync + 'static) -> MetricFailure {
         let condition_error = err.to_string();
-        self.build(condition_error, Some(ErrorSource::new(err)))
+        self.build(condition_error, None, Some(ErrorSource::new(err)))
     }
 
     /// A failure upstream builds from a text alone (`fmt.Errorf` with no error argument).
     fn failure_text(&self, text: &str) -> MetricFailure {
-        self.build(text.to_owned(), None)
+        self.build(text.to_owned(), None, None)
     }
 
     /// A failure whose event and condition show `err` wrapped as `format` (e.g. `failed to
@@ -100,17 +116,7 @@ impl Failures<'_> {
         err: impl std::error::Error + Send + Sync + 'static,
     ) -> MetricFailure {
         let condition_error = sprintf(format, &[GoArg::str(name), GoArg::error(err.to_string())]);
-        self.build(condition_error, Some(ErrorSource::new(err)))
-    }
-
-    fn build(&self, condition_error: String, source: Option<ErrorSource>) -> MetricFailure {
-        MetricFailure {
-            reason: self.reason,
-            error: (self.outer)(&condition_error),
-            condition_error,
-            kind: ErrorKind::Internal,
-            source,
-        }
+        self.build(condition_error, None, Some(ErrorSource::new(err)))
     }
 
     /// A failed fetch of a named metric: the event and condition show the calculator's error
@@ -127,12 +133,23 @@ impl Failures<'_> {
             format,
             &[GoArg::str(name), GoArg::error(condition_error.as_str())],
         );
+        self.build(condition_error, Some(inner), Some(ErrorSource::new(err)))
+    }
+
+    /// The failure whose event and condition show `condition_error` and whose returned error
+    /// is the outer layer around `inner` (by default the condition's text).
+    fn build(
+        &self,
+        condition_error: String,
+        inner: Option<String>,
+        source: Option<ErrorSource>,
+    ) -> MetricFailure {
         MetricFailure {
             reason: self.reason,
-            error: (self.outer)(&inner),
+            error: (self.outer)(inner.as_deref().unwrap_or(&condition_error)),
             condition_error,
             kind: ErrorKind::Internal,
-            source: Some(ErrorSource::new(err)),
+            source,
         }
     }
 
@@ -252,11 +269,7 @@ fn proposal(r: MetricReplicas, metric_name: String) -> MetricProposal {
     }
 }
 
-/// `fmt.Errorf(format, args...)`.
-fn wrap(format: &str, args: &[GoArg<'_>]) -> String {
-    sprintf(format, args)
-}
-
+/// The `metric` of a status entry: the metric's name and selector as the spec gives them.
 fn identifier(name: &str, selector: Option<&LabelSelector>) -> MetricIdentifier {
     MetricIdentifier {
         name: name.to_owned(),

@@ -2,13 +2,12 @@
 
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
-use hpa_decision::gofmt::GoArg;
+use hpa_decision::gofmt::{GoArg, sprintf};
 use hpa_replica_calculator::{MetricTarget, PodsMetric};
 use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, PodsMetricStatus};
 
 use super::{
     Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
-    wrap,
 };
 
 /// One Pods metric: the average per pod against the target average value.
@@ -17,7 +16,7 @@ pub(super) async fn measure(
     spec: &MetricSpec,
     ctx: &MetricContext<'_>,
 ) -> Result<Measured, MetricFailure> {
-    let outer = |e: &str| wrap("failed to get pods metric value: %v", &[GoArg::error(e)]);
+    let outer = |e: &str| sprintf("failed to get pods metric value: %v", &[GoArg::error(e)]);
     let fail = Failures {
         reason: MetricFailureReason::FailedGetPodsMetric,
         outer: &outer,

@@ -3,15 +3,13 @@
 
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
-use hpa_decision::gofmt::GoArg;
+use hpa_decision::gofmt::{GoArg, sprintf};
 use hpa_replica_calculator::{MetricTarget, ResourceMetric};
 use k8s_openapi::api::autoscaling::v2::{
     ContainerResourceMetricStatus, MetricSpec, MetricStatus, ResourceMetricStatus,
 };
 
-use super::{
-    Failures, Measured, MetricComputer, MetricContext, calculate, current, proposal, wrap,
-};
+use super::{Failures, Measured, MetricComputer, MetricContext, calculate, current, proposal};
 
 /// One Resource metric, or with `container_metric` one ContainerResource metric: an
 /// `averageValue` target is checked first (raw usage per pod), then an
@@ -22,15 +20,10 @@ pub(super) async fn measure(
     ctx: &MetricContext<'_>,
     container_metric: bool,
 ) -> Result<Measured, MetricFailure> {
-    let identity = |e: &str| e.to_owned();
     let (reason, resource, container, target) = if container_metric {
         let reason = MetricFailureReason::FailedGetContainerResourceMetric;
         let Some(src) = spec.container_resource.as_ref() else {
-            return Err(Failures {
-                reason,
-                outer: &identity,
-            }
-            .missing_source());
+            return Err(Failures::unwrapped(reason).missing_source());
         };
         (
             reason,
@@ -41,20 +34,16 @@ pub(super) async fn measure(
     } else {
         let reason = MetricFailureReason::FailedGetResourceMetric;
         let Some(src) = spec.resource.as_ref() else {
-            return Err(Failures {
-                reason,
-                outer: &identity,
-            }
-            .missing_source());
+            return Err(Failures::unwrapped(reason).missing_source());
         };
         (reason, src.name.as_str(), None, &src.target)
     };
     let outer = |e: &str| match container {
-        Some(c) => wrap(
+        Some(c) => sprintf(
             "failed to get %s container metric value: %v",
             &[GoArg::str(c), GoArg::error(e)],
         ),
-        None => wrap(
+        None => sprintf(
             "failed to get %s resource metric value: %v",
             &[GoArg::str(resource), GoArg::error(e)],
         ),
