@@ -19,7 +19,7 @@ use hpa_decision::decision::{
 use hpa_decision::state::HpaState;
 use hpa_decision::tolerance::HpaTolerances;
 use hpa_metrics::{PodMetric, PodMetricsInfo};
-use hpa_replica_calculator::replicas::resource_replicas;
+use hpa_replica_calculator::resource_replicas;
 use hpa_replica_calculator::{CalculatorConfig, PodSample, ResourceTarget, Tolerances};
 use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, MetricStatus};
 use k8s_openapi::api::core::v1::Pod;

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The result of upstream `groupPods` (`hpa_replica_calculator::group_pods`). Pods are identified by `metadata.name`.
+/// The result of upstream `groupPods` (`hpa_replica_calculator::group_pods()`). Pods are identified by `metadata.name`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodGroups {
     /// Pods whose metric counts as-is.

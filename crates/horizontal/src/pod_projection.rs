@@ -307,15 +307,15 @@ mod tests {
         // The request arithmetic gives the same answers on the kept pod.
         for resource in ["cpu", "memory"] {
             assert_eq!(
-                hpa_replica_calculator::requests::pod_requests(&back, resource).unwrap(),
-                hpa_replica_calculator::requests::pod_requests(&pod, resource).unwrap()
+                hpa_replica_calculator::pod_requests(&back, resource).unwrap(),
+                hpa_replica_calculator::pod_requests(&pod, resource).unwrap()
             );
             assert_eq!(
-                hpa_replica_calculator::requests::calculate_pod_requests_from_containers(
+                hpa_replica_calculator::calculate_pod_requests_from_containers(
                     &back, None, resource
                 )
                 .map_err(|e| e.to_string()),
-                hpa_replica_calculator::requests::calculate_pod_requests_from_containers(
+                hpa_replica_calculator::calculate_pod_requests_from_containers(
                     &pod, None, resource
                 )
                 .map_err(|e| e.to_string())

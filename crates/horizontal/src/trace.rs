@@ -29,7 +29,7 @@ pub const PODS_NAMED: usize = 50;
 /// Why an unready pod's sample was not counted as is, when the calculator did not say.
 pub const WHY_UNREADY: &str = "Pending, or (cpu only) its sample is not trusted yet: not Ready, or started within --horizontal-pod-autoscaler-cpu-initialization-period without a full metric window since it became Ready";
 /// Why a missing pod was filled in (its only reason).
-pub const WHY_MISSING: &str = hpa_replica_calculator::group_pods::WHY_NO_SAMPLE;
+pub const WHY_MISSING: &str = hpa_replica_calculator::WHY_NO_SAMPLE;
 /// Why an ignored pod was left out.
 pub const WHY_IGNORED: &str = "being deleted, or Failed";
 

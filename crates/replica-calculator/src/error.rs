@@ -62,7 +62,7 @@ pub enum CalculatorError {
         source: Box<MetricsError>,
     },
     /// The external metrics API failed. `selector` is the Go `%+v` rendering of the
-    /// `*metav1.LabelSelector` (see [`crate::replicas::go_label_selector_string`]).
+    /// `*metav1.LabelSelector` (upstream `%+v`, as `go_label_selector_string` renders it).
     #[error("unable to get external metric {namespace}/{metric_name}/{selector}: {source}")]
     ExternalMetric {
         /// The HPA's namespace.

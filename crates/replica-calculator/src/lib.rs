@@ -1,22 +1,26 @@
 //! The HPA replica calculator: a port of upstream
 //! `pkg/controller/podautoscaler/replica_calculator.go`.
 //!
-//! * [`group_pods`](mod@group_pods): which pods' samples count (ignored, unready, missing, ready).
-//! * [`requests`]: per-pod resource requests (containers, restartable init containers,
-//!   pod-level requests).
-//! * [`replicas`]: the pure arithmetic for every metric type, with upstream's conversions,
-//!   fill-ins, direction checks, tolerances and overflow clamps.
-//! * [`tolerances`]: the scale-up / scale-down tolerances.
-//! * [`error`]: [`CalculatorError`], whose messages equal upstream's.
-//! * [`calculator`]: [`ReplicaCalculator`], the async shell that fetches through
-//!   [`hpa_metrics::MetricsClient`] and a [`PodLister`] and delegates to the pure functions.
-//!   Its seven methods are upstream's seven `Get*Replicas`; each takes the shared
-//!   [`ReplicaQuery`] (namespace, replicas, pod selector, tolerances, time), the metric measured
-//!   ([`ResourceMetric`], [`PodsMetric`], [`ObjectMetric`] or [`ExternalMetric`]) and the target
-//!   number, and returns a [`MetricReplicas`] (the count, the usage and, for a utilization
-//!   target, the utilization for the status; the timestamp; the trace detail).
-//!   [`ReplicaCalculator::calculate`] takes the metric and its target as one
-//!   [`MetricTarget`] (one variant per method) and calls the matching method.
+//! The API is [`ReplicaCalculator`], the async shell that fetches through
+//! [`hpa_metrics::MetricsClient`] and a [`PodLister`] and hands the values to pure
+//! functions. Its seven methods are upstream's seven `Get*Replicas`; each takes the shared
+//! [`ReplicaQuery`] (namespace, replicas, pod selector, [`Tolerances`], time), the metric
+//! measured ([`ResourceMetric`], [`PodsMetric`], [`ObjectMetric`] or [`ExternalMetric`]) and
+//! the target number, and returns a [`MetricReplicas`] (the count, the usage and, for a
+//! utilization target, the utilization for the status; the timestamp; the trace detail).
+//! [`ReplicaCalculator::calculate`] takes the metric and its target as one [`MetricTarget`]
+//! (one variant per method) and calls the matching method. Failures are
+//! [`CalculatorError`]s, whose messages equal upstream's.
+//!
+//! Also public, for the controller's caches and for benches: [`group_pods()`] (which pods'
+//! samples count: ignored, unready, missing, ready), [`pod_requests`] and
+//! [`calculate_pod_requests_from_containers`] (per-pod resource requests, with restartable
+//! init containers and pod-level requests), and [`resource_replicas`] (the pure arithmetic
+//! of a utilization target).
+//!
+//! Modules: `group_pods`, `requests`, `replicas` (the pure arithmetic for every metric type,
+//! with upstream's conversions, fill-ins, direction checks, tolerances and overflow clamps),
+//! `tolerances`, `error`, `target`, `pod_lister` and `calculator` (the shell).
 //!
 //! Numeric fidelity: `int64` arithmetic wraps as in Go, divisions truncate, and where upstream
 //! converts an out-of-range float (NaN, ±Inf, beyond the integer range) without a guard, the
@@ -28,21 +32,22 @@ mod calculator;
 mod calculator_tests;
 mod error;
 mod goconv;
-pub mod group_pods;
+mod group_pods;
 mod pod_lister;
-pub mod replicas;
-pub mod requests;
+mod replicas;
+mod requests;
 mod target;
 mod tolerances;
 #[cfg(test)]
 mod upstream_tests;
 
 pub use error::CalculatorError;
-pub use group_pods::{GO_ZERO_TIME, ReadinessConfig, group_pods};
+pub use group_pods::{GO_ZERO_TIME, ReadinessConfig, WHY_NO_SAMPLE, group_pods};
 pub use hpa_decision::calculation::{CalculationDetail, PodGroups};
 pub use replicas::{
-    CalculatorConfig, PodSample, ResourceTarget, UsageProposal, UtilizationProposal,
+    CalculatorConfig, PodSample, ResourceTarget, UtilizationProposal, resource_replicas,
 };
+pub use requests::{calculate_pod_requests_from_containers, pod_requests};
 pub use tolerances::Tolerances;
 
 pub use calculator::{

@@ -329,18 +329,8 @@ pub fn ready_pods_count(pods: &[Arc<Pod>]) -> Result<i64, CalculatorError> {
 /// product). With 0 current replicas (scale from zero): `ceil(usage_ratio)` with no tolerance, no
 /// pod listing and no clamp. `ready_pods` is only called when needed (upstream lists pods lazily);
 /// its error is wrapped as `unable to calculate ready pods: ...`.
-pub fn usage_ratio_replica_count(
-    current_replicas: i32,
-    usage_ratio: f64,
-    tolerances: Tolerances,
-    ready_pods: impl FnOnce() -> Result<i64, CalculatorError>,
-) -> Result<i32, CalculatorError> {
-    usage_ratio_replica_count_with_ready(current_replicas, usage_ratio, tolerances, ready_pods)
-        .map(|(replicas, _)| replicas)
-}
-
-/// [`usage_ratio_replica_count`], also returning the ready-pod count when it was needed.
-fn usage_ratio_replica_count_with_ready(
+/// Also returns the ready-pod count when it was needed.
+fn usage_ratio_replica_count(
     current_replicas: i32,
     usage_ratio: f64,
     tolerances: Tolerances,
@@ -370,12 +360,8 @@ pub fn object_metric_replicas(
     ready_pods: impl FnOnce() -> Result<i64, CalculatorError>,
 ) -> Result<UsageProposal, CalculatorError> {
     let usage_ratio = usage as f64 / target_usage as f64;
-    let (replica_count, ready) = usage_ratio_replica_count_with_ready(
-        current_replicas,
-        usage_ratio,
-        tolerances,
-        ready_pods,
-    )?;
+    let (replica_count, ready) =
+        usage_ratio_replica_count(current_replicas, usage_ratio, tolerances, ready_pods)?;
     Ok(UsageProposal {
         replica_count,
         usage,
@@ -448,12 +434,8 @@ pub fn external_metric_replicas(
 ) -> Result<UsageProposal, CalculatorError> {
     let usage = sum_external_values(values);
     let usage_ratio = usage as f64 / target_usage as f64;
-    let (replica_count, ready) = usage_ratio_replica_count_with_ready(
-        current_replicas,
-        usage_ratio,
-        tolerances,
-        ready_pods,
-    )?;
+    let (replica_count, ready) =
+        usage_ratio_replica_count(current_replicas, usage_ratio, tolerances, ready_pods)?;
     Ok(UsageProposal {
         replica_count,
         usage,
@@ -539,17 +521,17 @@ mod tests {
         let r = usage_ratio_replica_count(0, 2.1, Tolerances::default(), || {
             panic!("pods must not be listed")
         });
-        assert_eq!(r.unwrap(), 3);
+        assert_eq!(r.unwrap(), (3, None));
         let r = usage_ratio_replica_count(0, 1.05, Tolerances::default(), || unreachable!());
-        assert_eq!(r.unwrap(), 2);
+        assert_eq!(r.unwrap(), (2, None));
         let r = usage_ratio_replica_count(0, 0.0, Tolerances::default(), || unreachable!());
-        assert_eq!(r.unwrap(), 0);
+        assert_eq!(r.unwrap(), (0, None));
     }
 
     #[test]
     fn within_tolerance_does_not_list_pods() {
         let r = usage_ratio_replica_count(4, 1.05, Tolerances::default(), || unreachable!());
-        assert_eq!(r.unwrap(), 4);
+        assert_eq!(r.unwrap(), (4, None));
     }
 
     #[test]
