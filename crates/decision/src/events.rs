@@ -165,85 +165,92 @@ mod tests {
 
     #[test]
     fn catalogue() {
+        struct Case {
+            event: HpaEvent,
+            type_: &'static str,
+            reason: &'static str,
+            message: &'static str,
+        }
         let cases = vec![
-            (
-                HpaEvent::FailedGetScale {
+            Case {
+                event: HpaEvent::FailedGetScale {
                     err: "unexpected GroupVersion string: a/b/c".into(),
                 },
-                "Warning",
-                "FailedGetScale",
-                "unexpected GroupVersion string: a/b/c",
-            ),
-            (
-                HpaEvent::SelectorRequired,
-                "Warning",
-                "SelectorRequired",
-                "selector is required",
-            ),
-            (
-                HpaEvent::InvalidSelector { err: "x".into() },
-                "Warning",
-                "InvalidSelector",
-                "couldn't convert selector into a corresponding internal selector object: x",
-            ),
-            (
-                HpaEvent::AmbiguousSelector {
+                type_: "Warning",
+                reason: "FailedGetScale",
+                message: "unexpected GroupVersion string: a/b/c",
+            },
+            Case {
+                event: HpaEvent::SelectorRequired,
+                type_: "Warning",
+                reason: "SelectorRequired",
+                message: "selector is required",
+            },
+            Case {
+                event: HpaEvent::InvalidSelector { err: "x".into() },
+                type_: "Warning",
+                reason: "InvalidSelector",
+                message: "couldn't convert selector into a corresponding internal selector object: x",
+            },
+            Case {
+                event: HpaEvent::AmbiguousSelector {
                     selector: "app=a".into(),
                     hpas: vec!["ns/a".into(), "ns/b".into()],
                 },
-                "Warning",
-                "AmbiguousSelector",
-                "pods by selector app=a are controlled by multiple HPAs: [ns/a ns/b]",
-            ),
-            (
-                HpaEvent::FailedGetMetric {
+                type_: "Warning",
+                reason: "AmbiguousSelector",
+                message: "pods by selector app=a are controlled by multiple HPAs: [ns/a ns/b]",
+            },
+            Case {
+                event: HpaEvent::FailedGetMetric {
                     reason: MetricFailureReason::InvalidMetricSourceType,
                     err: "unknown metric source type \"CheddarCheese\"".into(),
                 },
-                "Warning",
-                "InvalidMetricSourceType",
-                "unknown metric source type \"CheddarCheese\"",
-            ),
-            (
-                HpaEvent::FailedComputeMetricsReplicas {
+                type_: "Warning",
+                reason: "InvalidMetricSourceType",
+                message: "unknown metric source type \"CheddarCheese\"",
+            },
+            Case {
+                event: HpaEvent::FailedComputeMetricsReplicas {
                     err: "selector is required".into(),
                 },
-                "Warning",
-                "FailedComputeMetricsReplicas",
-                "selector is required",
-            ),
-            (
-                HpaEvent::FailedRescale {
+                type_: "Warning",
+                reason: "FailedComputeMetricsReplicas",
+                message: "selector is required",
+            },
+            Case {
+                event: HpaEvent::FailedRescale {
                     new_size: 3,
                     reason: "All metrics below target".into(),
                     err: "conflict".into(),
                 },
-                "Warning",
-                "FailedRescale",
-                "New size: 3; reason: All metrics below target; error: conflict",
-            ),
-            (
-                HpaEvent::SuccessfulRescale {
+                type_: "Warning",
+                reason: "FailedRescale",
+                message: "New size: 3; reason: All metrics below target; error: conflict",
+            },
+            Case {
+                event: HpaEvent::SuccessfulRescale {
                     new_size: 10,
                     reason: "Current number of replicas above Spec.MaxReplicas".into(),
                 },
-                "Normal",
-                "SuccessfulRescale",
-                "New size: 10; reason: Current number of replicas above Spec.MaxReplicas",
-            ),
-            (
-                HpaEvent::FailedUpdateStatus {
+                type_: "Normal",
+                reason: "SuccessfulRescale",
+                message: "New size: 10; reason: Current number of replicas above Spec.MaxReplicas",
+            },
+            Case {
+                event: HpaEvent::FailedUpdateStatus {
                     err: "forbidden".into(),
                 },
-                "Warning",
-                "FailedUpdateStatus",
-                "forbidden",
-            ),
+                type_: "Warning",
+                reason: "FailedUpdateStatus",
+                message: "forbidden",
+            },
         ];
-        for (e, t, r, m) in cases {
+        for case in cases {
+            let e = &case.event;
             assert_eq!(
                 (e.event_type().as_str(), e.reason(), e.message().as_str()),
-                (t, r, m)
+                (case.type_, case.reason, case.message)
             );
         }
     }

@@ -1676,74 +1676,92 @@ fn calculate_requests_upstream_cases() {
     let mut restartable = container("restartable-container1", Some("50m"));
     restartable.restart_policy = Some("Always".to_owned());
     type Expected = Result<HashMap<String, i64>, &'static str>;
-    type Case = (&'static str, Vec<Pod>, Option<&'static str>, bool, Expected);
+    struct Case {
+        name: &'static str,
+        pods: Vec<Pod>,
+        container: Option<&'static str>,
+        pod_level_resources_enabled: bool,
+        expected: Expected,
+    }
     let ok = |v: i64| -> Expected { Ok(HashMap::from([("test-pod".to_owned(), v)])) };
-    let cases: Vec<Case> = vec![
-        ("void", vec![], None, false, Ok(HashMap::new())),
-        (
-            "Sum container requests if pod-level feature is disabled",
-            vec![requests_pod(None, two(), vec![])],
-            None,
-            false,
-            ok(150),
-        ),
-        (
-            "Pod-level resources are enabled, but not set: fallback to sum container requests",
-            vec![requests_pod(None, two(), vec![])],
-            None,
-            true,
-            ok(150),
-        ),
-        (
-            "Pod-level resources override container requests when feature enabled and pod resources specified",
-            vec![requests_pod(Some("800m"), two(), vec![])],
-            None,
-            true,
-            ok(800),
-        ),
-        (
-            "Fail if at least one of the containers is missing requests and pod-level feature/requests are not set",
-            vec![requests_pod(None, first_missing(), vec![])],
-            None,
-            false,
-            Err("missing request for cpu in container container1 of Pod test-pod"),
-        ),
-        (
-            "Pod-level resources override missing container requests when feature enabled and pod resources specified",
-            vec![requests_pod(Some("800m"), first_missing(), vec![])],
-            None,
-            true,
-            ok(800),
-        ),
-        (
-            "Container: if a container name is specified, calculate requests only for that container",
-            vec![requests_pod(None, two(), vec![])],
-            Some("container1"),
-            false,
-            ok(100),
-        ),
-        (
-            "Container: if a container name is specified, calculate requests only for that container and ignore pod-level requests",
-            vec![requests_pod(Some("800m"), two(), vec![])],
-            Some("container1"),
-            true,
-            ok(100),
-        ),
-        (
-            "pod with restartable init containers",
-            vec![requests_pod(
+    let cases = vec![
+        Case {
+            name: "void",
+            pods: vec![],
+            container: None,
+            pod_level_resources_enabled: false,
+            expected: Ok(HashMap::new()),
+        },
+        Case {
+            name: "Sum container requests if pod-level feature is disabled",
+            pods: vec![requests_pod(None, two(), vec![])],
+            container: None,
+            pod_level_resources_enabled: false,
+            expected: ok(150),
+        },
+        Case {
+            name: "Pod-level resources are enabled, but not set: fallback to sum container requests",
+            pods: vec![requests_pod(None, two(), vec![])],
+            container: None,
+            pod_level_resources_enabled: true,
+            expected: ok(150),
+        },
+        Case {
+            name: "Pod-level resources override container requests when feature enabled and pod resources specified",
+            pods: vec![requests_pod(Some("800m"), two(), vec![])],
+            container: None,
+            pod_level_resources_enabled: true,
+            expected: ok(800),
+        },
+        Case {
+            name: "Fail if at least one of the containers is missing requests and pod-level feature/requests are not set",
+            pods: vec![requests_pod(None, first_missing(), vec![])],
+            container: None,
+            pod_level_resources_enabled: false,
+            expected: Err("missing request for cpu in container container1 of Pod test-pod"),
+        },
+        Case {
+            name: "Pod-level resources override missing container requests when feature enabled and pod resources specified",
+            pods: vec![requests_pod(Some("800m"), first_missing(), vec![])],
+            container: None,
+            pod_level_resources_enabled: true,
+            expected: ok(800),
+        },
+        Case {
+            name: "Container: if a container name is specified, calculate requests only for that container",
+            pods: vec![requests_pod(None, two(), vec![])],
+            container: Some("container1"),
+            pod_level_resources_enabled: false,
+            expected: ok(100),
+        },
+        Case {
+            name: "Container: if a container name is specified, calculate requests only for that container and ignore pod-level requests",
+            pods: vec![requests_pod(Some("800m"), two(), vec![])],
+            container: Some("container1"),
+            pod_level_resources_enabled: true,
+            expected: ok(100),
+        },
+        Case {
+            name: "pod with restartable init containers",
+            pods: vec![requests_pod(
                 None,
                 vec![container("container1", Some("100m"))],
                 vec![container("init-container1", Some("20m")), restartable],
             )],
-            None,
-            false,
-            ok(150),
-        ),
+            container: None,
+            pod_level_resources_enabled: false,
+            expected: ok(150),
+        },
     ];
-    for (name, pods, container_name, gate, expected) in cases {
-        let got = calculate_requests(pods.iter(), container_name, "cpu", gate);
-        match (expected, got) {
+    for c in cases {
+        let name = c.name;
+        let got = calculate_requests(
+            c.pods.iter(),
+            c.container,
+            "cpu",
+            c.pod_level_resources_enabled,
+        );
+        match (c.expected, got) {
             (Ok(want), Ok(got)) => assert_eq!(want, got, "{name}"),
             (Err(want), Err(got)) => assert_eq!(want, got.to_string(), "{name}"),
             (want, got) => panic!("{name}: want {want:?}, got {got:?}"),

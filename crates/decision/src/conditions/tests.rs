@@ -59,116 +59,124 @@ fn transition_time_changes_only_with_status() {
 
 #[test]
 fn catalogue_messages() {
-    let cases: Vec<(HpaCondition, &str, &str, &str, &str)> = vec![
-        (
-            HpaCondition::FailedGetScale {
+    struct Case {
+        condition: HpaCondition,
+        type_: &'static str,
+        status: &'static str,
+        reason: &'static str,
+        message: &'static str,
+    }
+    let cases = vec![
+        Case {
+            condition: HpaCondition::FailedGetScale {
                 err: "unrecognized resource".into(),
             },
-            "AbleToScale",
-            "False",
-            "FailedGetScale",
-            "the HPA controller was unable to get the target's current scale: unrecognized resource",
-        ),
-        (
-            HpaCondition::SucceededGetScale,
-            "AbleToScale",
-            "True",
-            "SucceededGetScale",
-            "the HPA controller was able to get the target's current scale",
-        ),
-        (
-            HpaCondition::Stabilization(StabilizationReason::ScaleDownStabilized),
-            "AbleToScale",
-            "True",
-            "ScaleDownStabilized",
-            "recent recommendations were higher than current one, applying the highest recent recommendation",
-        ),
-        (
-            HpaCondition::Stabilization(StabilizationReason::ScaleUpStabilized),
-            "AbleToScale",
-            "True",
-            "ScaleUpStabilized",
-            "recent recommendations were lower than current one, applying the lowest recent recommendation",
-        ),
-        (
-            HpaCondition::SucceededRescale { replicas: 7 },
-            "AbleToScale",
-            "True",
-            "SucceededRescale",
-            "the HPA controller was able to update the target scale to 7",
-        ),
-        (
-            HpaCondition::ScalingDisabled,
-            "ScalingActive",
-            "False",
-            "ScalingDisabled",
-            "scaling is disabled since the replica count of the target is zero",
-        ),
-        (
-            HpaCondition::MissingSelector,
-            "ScalingActive",
-            "False",
-            "InvalidSelector",
-            "the HPA target's scale is missing a selector",
-        ),
-        (
-            HpaCondition::InvalidSelector { err: "bad".into() },
-            "ScalingActive",
-            "False",
-            "InvalidSelector",
-            "couldn't convert selector into a corresponding internal selector object: bad",
-        ),
-        (
-            HpaCondition::AmbiguousSelector {
+            type_: "AbleToScale",
+            status: "False",
+            reason: "FailedGetScale",
+            message: "the HPA controller was unable to get the target's current scale: unrecognized resource",
+        },
+        Case {
+            condition: HpaCondition::SucceededGetScale,
+            type_: "AbleToScale",
+            status: "True",
+            reason: "SucceededGetScale",
+            message: "the HPA controller was able to get the target's current scale",
+        },
+        Case {
+            condition: HpaCondition::Stabilization(StabilizationReason::ScaleDownStabilized),
+            type_: "AbleToScale",
+            status: "True",
+            reason: "ScaleDownStabilized",
+            message: "recent recommendations were higher than current one, applying the highest recent recommendation",
+        },
+        Case {
+            condition: HpaCondition::Stabilization(StabilizationReason::ScaleUpStabilized),
+            type_: "AbleToScale",
+            status: "True",
+            reason: "ScaleUpStabilized",
+            message: "recent recommendations were lower than current one, applying the lowest recent recommendation",
+        },
+        Case {
+            condition: HpaCondition::SucceededRescale { replicas: 7 },
+            type_: "AbleToScale",
+            status: "True",
+            reason: "SucceededRescale",
+            message: "the HPA controller was able to update the target scale to 7",
+        },
+        Case {
+            condition: HpaCondition::ScalingDisabled,
+            type_: "ScalingActive",
+            status: "False",
+            reason: "ScalingDisabled",
+            message: "scaling is disabled since the replica count of the target is zero",
+        },
+        Case {
+            condition: HpaCondition::MissingSelector,
+            type_: "ScalingActive",
+            status: "False",
+            reason: "InvalidSelector",
+            message: "the HPA target's scale is missing a selector",
+        },
+        Case {
+            condition: HpaCondition::InvalidSelector { err: "bad".into() },
+            type_: "ScalingActive",
+            status: "False",
+            reason: "InvalidSelector",
+            message: "couldn't convert selector into a corresponding internal selector object: bad",
+        },
+        Case {
+            condition: HpaCondition::AmbiguousSelector {
                 selector: "app=web".into(),
                 hpas: vec!["default/hpa-a".into(), "default/hpa-b".into()],
             },
-            "ScalingActive",
-            "False",
-            "AmbiguousSelector",
-            "pods by selector app=web are controlled by multiple HPAs: [default/hpa-a default/hpa-b]",
-        ),
-        (
-            HpaCondition::FailedComputeMetric {
+            type_: "ScalingActive",
+            status: "False",
+            reason: "AmbiguousSelector",
+            message: "pods by selector app=web are controlled by multiple HPAs: [default/hpa-a default/hpa-b]",
+        },
+        Case {
+            condition: HpaCondition::FailedComputeMetric {
                 reason: MetricFailureReason::FailedGetResourceMetric,
                 err: "failed to get cpu utilization: boom".into(),
             },
-            "ScalingActive",
-            "False",
-            "FailedGetResourceMetric",
-            "the HPA was unable to compute the replica count: failed to get cpu utilization: boom",
-        ),
-        (
-            HpaCondition::ValidMetricFound {
+            type_: "ScalingActive",
+            status: "False",
+            reason: "FailedGetResourceMetric",
+            message: "the HPA was unable to compute the replica count: failed to get cpu utilization: boom",
+        },
+        Case {
+            condition: HpaCondition::ValidMetricFound {
                 metric: "pods metric qps".into(),
             },
-            "ScalingActive",
-            "True",
-            "ValidMetricFound",
-            "the HPA was able to successfully calculate a replica count from pods metric qps",
-        ),
-        (
-            HpaCondition::ScalingLimited {
+            type_: "ScalingActive",
+            status: "True",
+            reason: "ValidMetricFound",
+            message: "the HPA was able to successfully calculate a replica count from pods metric qps",
+        },
+        Case {
+            condition: HpaCondition::ScalingLimited {
                 limited: true,
                 reason: LimitReason::TooFewReplicas,
             },
-            "ScalingLimited",
-            "True",
-            "TooFewReplicas",
-            "the desired replica count is less than the minimum replica count",
-        ),
-        (
-            HpaCondition::ScalingLimited {
+            type_: "ScalingLimited",
+            status: "True",
+            reason: "TooFewReplicas",
+            message: "the desired replica count is less than the minimum replica count",
+        },
+        Case {
+            condition: HpaCondition::ScalingLimited {
                 limited: true,
                 reason: LimitReason::ScaleDownLimit,
             },
-            "ScalingLimited",
-            "True",
-            "ScaleDownLimit",
-            "the desired replica count is decreasing faster than the maximum scale rate",
-        ),
+            type_: "ScalingLimited",
+            status: "True",
+            reason: "ScaleDownLimit",
+            message: "the desired replica count is decreasing faster than the maximum scale rate",
+        },
     ];
-    for (c, t, s, r, m) in cases {
+    for case in cases {
+        let c = &case.condition;
         assert_eq!(
             (
                 c.type_str(),
@@ -176,7 +184,7 @@ fn catalogue_messages() {
                 c.reason(),
                 c.message().as_str()
             ),
-            (t, s, r, m)
+            (case.type_, case.status, case.reason, case.message)
         );
     }
 }

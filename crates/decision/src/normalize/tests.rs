@@ -9,56 +9,66 @@ fn now() -> Timestamp {
 /// Upstream TestConvertDesiredReplicasWithRules.
 #[test]
 fn convert_with_rules_table() {
+    struct Case {
+        name: &'static str,
+        current: i32,
+        desired: i32,
+        min: i32,
+        max: i32,
+        want: i32,
+        reason: &'static str,
+    }
     let cases = [
-        (
-            5,
-            7,
-            3,
-            8,
-            7,
-            "DesiredWithinRange",
-            "prenormalized desired replicas within range",
-        ),
-        (
-            3,
-            1,
-            2,
-            8,
-            2,
-            "TooFewReplicas",
-            "prenormalized desired replicas < minReplicas",
-        ),
-        (
-            1,
-            0,
-            0,
-            10,
-            0,
-            "DesiredWithinRange",
-            "prenormalized desired zeroed replicas within range",
-        ),
-        (
-            20,
-            1000,
-            1,
-            10,
-            10,
-            "TooManyReplicas",
-            "maxReplicas is the limit because maxReplicas < scaleUpLimit",
-        ),
-        (
-            3,
-            1000,
-            1,
-            2000,
-            calculate_scale_up_limit(3),
-            "ScaleUpLimit",
-            "scaleUpLimit is the limit because scaleUpLimit < maxReplicas",
-        ),
+        Case {
+            name: "prenormalized desired replicas within range",
+            current: 5,
+            desired: 7,
+            min: 3,
+            max: 8,
+            want: 7,
+            reason: "DesiredWithinRange",
+        },
+        Case {
+            name: "prenormalized desired replicas < minReplicas",
+            current: 3,
+            desired: 1,
+            min: 2,
+            max: 8,
+            want: 2,
+            reason: "TooFewReplicas",
+        },
+        Case {
+            name: "prenormalized desired zeroed replicas within range",
+            current: 1,
+            desired: 0,
+            min: 0,
+            max: 10,
+            want: 0,
+            reason: "DesiredWithinRange",
+        },
+        Case {
+            name: "maxReplicas is the limit because maxReplicas < scaleUpLimit",
+            current: 20,
+            desired: 1000,
+            min: 1,
+            max: 10,
+            want: 10,
+            reason: "TooManyReplicas",
+        },
+        Case {
+            name: "scaleUpLimit is the limit because scaleUpLimit < maxReplicas",
+            current: 3,
+            desired: 1000,
+            min: 1,
+            max: 2000,
+            want: calculate_scale_up_limit(3),
+            reason: "ScaleUpLimit",
+        },
     ];
-    for (current, desired, min, max, want, reason, name) in cases {
-        let (got, got_reason) = convert_desired_replicas_with_rules(current, desired, min, max);
-        assert_eq!((got, got_reason.as_str()), (want, reason), "{name}");
+    for c in cases {
+        let (got, got_reason) =
+            convert_desired_replicas_with_rules(c.current, c.desired, c.min, c.max);
+        assert_eq!((got, got_reason.as_str()), (c.want, c.reason), "{}", c.name);
     }
 }
 

@@ -18,29 +18,59 @@ fn rec(r: i32, minutes_ago: i64) -> TimestampedRecommendation {
 /// Upstream TestNormalizeDesiredReplicas (window 5m).
 #[test]
 fn legacy_stabilization_table() {
-    let cases: Vec<(&str, Vec<TimestampedRecommendation>, i32, i32, usize)> = vec![
-        ("empty log", vec![], 5, 5, 1),
-        ("stabilize", vec![rec(4, 2), rec(5, 1)], 3, 5, 3),
-        ("no stabilize", vec![rec(1, 2), rec(2, 1)], 3, 3, 3),
-        (
-            "no stabilize - old recommendations",
-            vec![rec(10, 10), rec(9, 9)],
-            3,
-            3,
-            2,
-        ),
-        (
-            "stabilize - old recommendations",
-            vec![rec(10, 10), rec(4, 1), rec(5, 2), rec(9, 9)],
-            3,
-            5,
-            4,
-        ),
+    struct Case {
+        name: &'static str,
+        log: Vec<TimestampedRecommendation>,
+        prenormalized: i32,
+        want: i32,
+        want_log_len: usize,
+    }
+    let cases = vec![
+        Case {
+            name: "empty log",
+            log: vec![],
+            prenormalized: 5,
+            want: 5,
+            want_log_len: 1,
+        },
+        Case {
+            name: "stabilize",
+            log: vec![rec(4, 2), rec(5, 1)],
+            prenormalized: 3,
+            want: 5,
+            want_log_len: 3,
+        },
+        Case {
+            name: "no stabilize",
+            log: vec![rec(1, 2), rec(2, 1)],
+            prenormalized: 3,
+            want: 3,
+            want_log_len: 3,
+        },
+        Case {
+            name: "no stabilize - old recommendations",
+            log: vec![rec(10, 10), rec(9, 9)],
+            prenormalized: 3,
+            want: 3,
+            want_log_len: 2,
+        },
+        Case {
+            name: "stabilize - old recommendations",
+            log: vec![rec(10, 10), rec(4, 1), rec(5, 2), rec(9, 9)],
+            prenormalized: 3,
+            want: 5,
+            want_log_len: 4,
+        },
     ];
-    for (name, mut log, pre, want, want_len) in cases {
-        let got = stabilize_recommendation(&mut log, pre, SignedDuration::from_mins(5), now());
-        assert_eq!(got, want, "{name}");
-        assert_eq!(log.len(), want_len, "{name}");
+    for mut c in cases {
+        let got = stabilize_recommendation(
+            &mut c.log,
+            c.prenormalized,
+            SignedDuration::from_mins(5),
+            now(),
+        );
+        assert_eq!(got, c.want, "{}", c.name);
+        assert_eq!(c.log.len(), c.want_log_len, "{}", c.name);
     }
 }
 
