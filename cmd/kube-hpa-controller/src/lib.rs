@@ -2,8 +2,8 @@
 //! leader election (and, with the controller, the client, serving and signal handling).
 //! Mirrors what `cmd/kube-controller-manager/app` does around its controllers.
 //!
-//! The modules the binary and the tests use are public; leader election and the TLS
-//! checks of the API server's CA are used only inside it ([`app`], [`client`]).
+//! The modules the binary and the tests use are public; leader election and the TLS and
+//! transport failures as a Go client sees them are used only inside it ([`app`], [`client`]).
 
 pub mod app;
 pub mod auth;
