@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use hpa_horizontal::explain::render_text;
-use hpa_horizontal::trace::{DecisionTrace, TRACE_VERSION};
-use hpa_horizontal::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_horizontal::{
+    ControllerConfig, ControllerParts, DecisionTrace, HorizontalController, KubeScaleClient,
+    TRACE_VERSION, render_text, resolve_version,
+};
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use serde::Deserialize;
 
@@ -386,10 +387,9 @@ async fn fresh(args: &ExplainArgs, key: &str) -> Result<DecisionTrace, ExplainEr
         apis.clone(),
         mapper.clone(),
     );
-    let scale =
-        hpa_horizontal::scale_client::KubeScaleClient::with_rest_mapper(client.clone(), mapper);
+    let scale = KubeScaleClient::with_rest_mapper(client.clone(), mapper);
     // The version the controller would behave as against this cluster.
-    let resolved = hpa_horizontal::controller::resolve_version(&parsed.options, &client)
+    let resolved = resolve_version(&parsed.options, &client)
         .await
         .map_err(ExplainError::Config)?;
     let (mut controller_config, _) =

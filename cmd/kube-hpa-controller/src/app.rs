@@ -17,10 +17,9 @@ use std::time::Duration;
 
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{KubeVersion, Options, SystemClock};
-use hpa_horizontal::controller::{
-    ControllerConfig, ControllerParts, HorizontalController, resolve_version,
+use hpa_horizontal::{
+    ControllerConfig, ControllerParts, HorizontalController, KubeScaleClient, resolve_version,
 };
-use hpa_horizontal::scale_client::KubeScaleClient;
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
 use hpa_workqueue::{Stability, WorkqueueMetrics};
 use prometheus::Registry;
@@ -65,7 +64,7 @@ pub enum AppError {
     Metrics(#[from] prometheus::Error),
     /// The controller could not start.
     #[error("{0}")]
-    Controller(#[from] hpa_horizontal::controller::ControllerError),
+    Controller(#[from] hpa_horizontal::ControllerError),
     /// The API server did not answer `/healthz` with `ok` in time (KCM's
     /// `WaitForAPIServer`).
     #[error("failed to wait for apiserver being healthy: {0}")]

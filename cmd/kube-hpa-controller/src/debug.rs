@@ -10,9 +10,9 @@ use std::sync::{Arc, OnceLock};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use hpa_horizontal::HorizontalController;
-use hpa_horizontal::shadow::{ShadowRecord, ShadowStore};
-use hpa_horizontal::trace::{DecisionTrace, TRACE_VERSION, TraceStore};
+use hpa_horizontal::{
+    DecisionTrace, HorizontalController, ShadowRecord, ShadowStore, TRACE_VERSION, TraceStore,
+};
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 

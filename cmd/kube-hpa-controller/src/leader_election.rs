@@ -293,6 +293,7 @@ impl<L: LeaseLock> LeaderElector<L> {
     }
 
     /// The last observed holder (empty if none).
+    #[cfg(test)]
     pub fn leader(&self) -> &str {
         &self.observed.holder_identity
     }

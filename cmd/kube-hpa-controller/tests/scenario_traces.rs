@@ -17,9 +17,9 @@ use hpa_config::Options;
 use hpa_fixtures::scenario::{self, Scenario, Step};
 use hpa_fixtures::server::in_process_client;
 use hpa_fixtures::store::{Store, split_api_version};
-use hpa_horizontal::scale_client::KubeScaleClient;
-use hpa_horizontal::trace::DecisionTrace;
-use hpa_horizontal::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_horizontal::{
+    ControllerConfig, ControllerParts, DecisionTrace, HorizontalController, KubeScaleClient,
+};
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
 use serde_json::Value;
 
@@ -72,16 +72,14 @@ async fn caught_up(controller: &HorizontalController, store: &Store) {
         // As the replay runner: the scale target caches that have listed must hold the
         // store's targets too (a cache still listing is not read).
         let targets_caught_up = controller
-            .scale_targets()
-            .map(|c| c.versions())
+            .scale_target_versions()
             .unwrap_or_default()
             .into_iter()
             .all(|((group, resource), have)| {
                 have.into_iter().collect::<BTreeMap<_, _>>() == versions(store, &group, &resource)
             });
-        if controller.caches().hpa_versions()
-            == versions(store, "autoscaling", "horizontalpodautoscalers")
-            && controller.caches().pod_versions() == versions(store, "", "pods")
+        if controller.hpa_versions() == versions(store, "autoscaling", "horizontalpodautoscalers")
+            && controller.pod_versions() == versions(store, "", "pods")
             && targets_caught_up
         {
             return;
@@ -144,7 +142,7 @@ async fn run(scenario: &Scenario) -> (Vec<DecisionTrace>, Vec<String>, usize) {
             caught_up(&controller, &store).await;
             let kept = controller.traces().get(key);
             // A reconcile that stopped before deciding (scale GET failed) keeps no trace.
-            if (kept.len() > before || kept.len() == hpa_horizontal::trace::TRACES_PER_HPA)
+            if (kept.len() > before || kept.len() == hpa_horizontal::TRACES_PER_HPA)
                 && let Some(t) = kept.last()
                 && t.time == store.now()
             {
@@ -268,11 +266,8 @@ async fn traces_of_every_scenario_agree_with_upstream_and_cover_every_branch() {
                 // Every pod not counted as ready says why, in the calculator's words.
                 for note in p.unready.iter().chain(&p.missing).chain(&p.ignored) {
                     assert!(
-                        ![
-                            hpa_horizontal::trace::WHY_UNREADY,
-                            hpa_horizontal::trace::WHY_IGNORED
-                        ]
-                        .contains(&note.why.as_str()),
+                        ![hpa_horizontal::WHY_UNREADY, hpa_horizontal::WHY_IGNORED]
+                            .contains(&note.why.as_str()),
                         "{}: {note:?}",
                         t.hpa
                     );
@@ -425,7 +420,7 @@ async fn a_shadow_counts_the_active_controllers_rescales_in_its_policies() {
     let latest = record.latest.unwrap();
     assert_eq!(
         latest.result,
-        hpa_horizontal::shadow::ShadowResult::Agree,
+        hpa_horizontal::ShadowResult::Agree,
         "{}",
         latest.summary
     );

@@ -1,6 +1,6 @@
 //! The `action` and `error` labels of the controller's metrics: upstream `ActionLabel` and
 //! `ErrorLabel` in `pkg/controller/podautoscaler/monitor/monitor.go`. A decision says which
-//! applies; the controller's Prometheus metrics (`hpa_horizontal::monitor`) carry them.
+//! applies; the controller's Prometheus metrics (`hpa-horizontal`'s `monitor` module) carry them.
 
 /// The `action` label (upstream `ActionLabel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,12 +3,14 @@
 //! read, `normalizeDesiredReplicas*`, `stabilizeRecommendation*`, `convertDesiredReplicasWithBehaviorRate`,
 //! `tolerancesForHpa`, `setCondition`, `setStatus`).
 //!
-//! Normalization with and without `spec.behavior` ([`normalize`], [`behavior`],
-//! [`recommendations`], [`scale_events`]) over the per-HPA state ([`state`]), conditions,
-//! events and status ([`conditions`], [`events`], [`status`]), the [`decision::Decision`]
-//! record and what the replica calculation recorded in it ([`calculation`]), per-HPA
-//! tolerances ([`tolerance`]), the metrics' `action`/`error` labels ([`labels`]), the errors
-//! a failure keeps as its cause ([`error_source`]) and Go `fmt` emulation ([`gofmt`]).
+//! [`decide`] turns a [`DecisionInput`] (with the [`MetricsOutcome`] of the metrics) into a
+//! [`Decision`], normalized with and without `spec.behavior` ([`behavior`],
+//! [`recommendations`]; the result is a [`Normalization`]) over the per-HPA state
+//! ([`HpaState`], its scale events [`TimestampedScaleEvent`]s); conditions, events and status
+//! ([`conditions`], [`events`], [`status`]), what the replica calculation recorded
+//! ([`calculation`]), per-HPA tolerances ([`tolerance`]), the metrics' `action`/`error`
+//! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]) and Go
+//! `fmt` emulation ([`gofmt`]). The types other crates use most are re-exported here.
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
@@ -21,9 +23,22 @@ pub mod error_source;
 pub mod events;
 pub mod gofmt;
 pub mod labels;
-pub mod normalize;
+mod normalize;
 pub mod recommendations;
-pub mod scale_events;
+mod scale_events;
 pub mod state;
 pub mod status;
 pub mod tolerance;
+
+pub use conditions::{HpaCondition, MetricFailureReason};
+pub use decision::{
+    Branch, Decision, DecisionConfig, DecisionInput, MetricFailure, MetricResult, MetricsOutcome,
+    Outcome, decide,
+};
+pub use error_source::ErrorSource;
+pub use events::HpaEvent;
+pub use labels::{ActionLabel, ErrorKind, ErrorLabel};
+pub use normalize::Normalization;
+pub use scale_events::TimestampedScaleEvent;
+pub use state::HpaState;
+pub use tolerance::HpaTolerances;

@@ -304,6 +304,7 @@ impl Caches {
     }
 
     /// Every cached HPA.
+    #[cfg(test)]
     pub fn hpas(&self) -> Vec<Arc<HorizontalPodAutoscaler>> {
         self.hpas.state()
     }

@@ -8,6 +8,7 @@
 //! `cmd/kube-controller-manager/app/autoscaling.go` starts. The reconcile itself is in
 //! [`crate::reconcile`].
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,7 +26,7 @@ use crate::caches::{CacheWriters, Caches, HpaEventHandler, object_key, split_key
 use crate::explain_metrics::ExplainMetrics;
 use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
-use crate::reconcile::{Reconciler, StatusWriter};
+use crate::reconcile::{ReconcileError, Reconciler, StatusWriter};
 use crate::recorder::Recorder;
 use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
@@ -33,67 +34,14 @@ use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
 use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
-use hpa_decision::error_source::ErrorSource;
 use hpa_decision::gofmt::SelectorStyle;
-use hpa_decision::labels::ErrorKind;
 use hpa_decision::state::HpaState;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
 
-/// An error a reconcile returns (logged by the worker; the key keeps its normal cadence).
-/// `Display` is upstream's text; the error it wraps, if any, is its `source()` (its text is
-/// already part of the message, as Go's `fmt.Errorf("...: %v", err)` puts it there).
-#[derive(Debug, Clone)]
-pub struct ReconcileError {
-    /// The reconciliation `error` label's kind: `Spec` when upstream's error wraps `errSpec`.
-    pub kind: ErrorKind,
-    /// The error text, as upstream's.
-    pub message: String,
-    /// The error this one wraps.
-    pub source: Option<ErrorSource>,
-}
-
-impl ReconcileError {
-    /// An `internal` error with no underlying error.
-    pub fn internal(message: impl Into<String>) -> Self {
-        ReconcileError {
-            kind: ErrorKind::Internal,
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// An error of `kind` whose text `message` wraps `source`.
-    pub fn wrapping(
-        kind: ErrorKind,
-        message: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self::caused_by(kind, message, ErrorSource::new(source))
-    }
-
-    /// An error of `kind` whose text `message` wraps an error already kept as a source.
-    pub fn caused_by(kind: ErrorKind, message: impl Into<String>, source: ErrorSource) -> Self {
-        ReconcileError {
-            kind,
-            message: message.into(),
-            source: Some(source),
-        }
-    }
-}
-
-impl std::fmt::Display for ReconcileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ReconcileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_ref().map(ErrorSource::as_error)
-    }
-}
+/// Cached objects' `resourceVersion`s by `namespace/name`.
+pub type ResourceVersions = BTreeMap<String, String>;
 
 /// Everything the controller reads from its flags.
 #[derive(Debug, Clone)]
@@ -107,7 +55,7 @@ pub struct ControllerConfig {
     /// Shadow mode (`--shadow`): decide, compare with the active controller's status, and
     /// write nothing (no scale, no status, no event).
     pub shadow: bool,
-    /// `--scale-target-cache`: scale reads from watch caches ([`crate::scale_cache`]).
+    /// `--scale-target-cache`: scale reads from watch caches of the targets' resources.
     pub scale_target_cache: bool,
     /// `--metrics-batch-window`: zero fetches pod metrics per HPA.
     pub metrics_batch_window: Duration,
@@ -293,22 +241,30 @@ pub enum ControllerError {
     CacheSync(String),
 }
 
-/// What the controller's handle shares: the reconcile, the queue it is fed from, and the
-/// informers' tasks.
-pub(crate) struct Inner {
+/// What every clone of a [`HorizontalController`] handle shares with the workers and the
+/// informers' event handlers (it is the handler: `enqueueHPA`, `updateHPA`, `deleteHPA`).
+pub(crate) struct ControllerState {
+    /// One reconcile and everything it reads and writes.
     pub(crate) reconciler: Reconciler,
+    /// The client the HPA, Pod and scale target informers list and watch with.
     informer_client: kube::Client,
+    /// The scale target caches (`--scale-target-cache`), stopped with the controller.
     scale_targets: Option<Arc<ScaleTargetCache>>,
+    /// The caches' write halves, taken by the first [`HorizontalController::start_caches`].
     writers: Mutex<Option<CacheWriters>>,
+    /// The informers' tasks, aborted by [`HorizontalController::stop`].
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The `horizontalpodautoscaler` rate-limited queue of `namespace/name` keys.
     pub(crate) queue: RateLimitingQueue<String>,
+    /// The custom-metrics discovery invalidated every sync period, if any.
     available_apis: Option<AvailableApis>,
 }
 
 /// The horizontal pod autoscaler controller. Cheap to clone (a handle).
 #[derive(Clone)]
 pub struct HorizontalController {
-    pub(crate) inner: Arc<Inner>,
+    /// The state every clone of the handle shares.
+    pub(crate) inner: Arc<ControllerState>,
 }
 
 impl std::fmt::Debug for HorizontalController {
@@ -319,7 +275,7 @@ impl std::fmt::Debug for HorizontalController {
     }
 }
 
-impl HpaEventHandler for Inner {
+impl HpaEventHandler for ControllerState {
     fn on_add(&self, hpa: &HorizontalPodAutoscaler) {
         // 1.37 (kubernetes#138294): a new HPA is reconciled at once (`queue.Add`); before,
         // one sync period later.
@@ -355,7 +311,7 @@ impl HpaEventHandler for Inner {
     }
 }
 
-impl Inner {
+impl ControllerState {
     /// `enqueueHPA`: re-add in one sync period (`now`: at once, `queue.Add`); register with
     /// the `Nothing` selector.
     fn enqueue(&self, hpa: &HorizontalPodAutoscaler, now: bool) {
@@ -462,7 +418,7 @@ impl HorizontalController {
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,
         };
-        let inner = Inner {
+        let inner = ControllerState {
             reconciler,
             informer_client,
             scale_targets,
@@ -513,13 +469,30 @@ impl HorizontalController {
             .map_err(ControllerError::CacheSync)
     }
 
-    /// The caches (the replay runner compares their resourceVersions with the store's).
-    pub fn caches(&self) -> &Caches {
-        &self.inner.reconciler.caches
+    /// The HPA cache's resourceVersions, by `namespace/name` (the replay runner compares them
+    /// with the store's).
+    pub fn hpa_versions(&self) -> ResourceVersions {
+        self.inner.reconciler.caches.hpa_versions()
+    }
+
+    /// The Pod cache's resourceVersions, by `namespace/name`.
+    pub fn pod_versions(&self) -> ResourceVersions {
+        self.inner.reconciler.caches.pod_versions()
+    }
+
+    /// The resourceVersions of every scale target cache that has listed, by `(group,
+    /// resource)` then `namespace/name`; `None` unless `--scale-target-cache` is on.
+    pub fn scale_target_versions(&self) -> Option<Vec<((String, String), ResourceVersions)>> {
+        self.scale_targets().map(ScaleTargetCache::versions)
+    }
+
+    /// The cached HPA `namespace/name`, if the HPA cache holds it.
+    pub fn cached_hpa(&self, namespace: &str, name: &str) -> Option<Arc<HorizontalPodAutoscaler>> {
+        self.inner.reconciler.caches.hpa(namespace, name)
     }
 
     /// The scale target caches, when `--scale-target-cache` is on.
-    pub fn scale_targets(&self) -> Option<&ScaleTargetCache> {
+    pub(crate) fn scale_targets(&self) -> Option<&ScaleTargetCache> {
         self.inner.scale_targets.as_deref()
     }
 

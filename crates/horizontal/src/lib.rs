@@ -1,48 +1,54 @@
 //! The horizontal pod autoscaler controller: the I/O shell of upstream
-//! `pkg/controller/podautoscaler/horizontal.go` around the pure decision of the
-//! `hpa-decision` crate, and the Prometheus metrics of its `monitor/` package ([`monitor`]).
+//! `pkg/controller/podautoscaler/horizontal.go` (and the Prometheus metrics of its `monitor/`
+//! package) around the pure decision of the `hpa-decision` crate.
 //!
-//! The I/O shell around it: the informer caches and handlers ([`caches`]), the scale target
-//! through discovery and the scale subresource ([`scale_client`]), read from watch caches
-//! of projections by default ([`scale_cache`], [`scale_projection`]), the event recorder with
-//! client-go's correlation ([`recorder`]), one reconcile ([`reconcile`]) and the controller
-//! with its queue and workers ([`controller`]), and the registry of every HPA's selector
-//! ([`selectors`]); with `--metrics-batch-window`, pod metrics
-//! batched per namespace ([`metrics_batch`]).
+//! The public surface, re-exported here:
 //!
-//! Beyond upstream: every decision is kept as a [`trace::DecisionTrace`] (rendered as text
-//! by [`explain`], exported as dashboard series by [`explain_metrics`]), and shadow mode
-//! compares decisions with the active controller's status without writing ([`shadow`]).
-
-//! The public surface: the controller and what builds it ([`HorizontalController`],
-//! [`ControllerParts`], [`ControllerConfig`]), its errors, the scale client the binary wires
-//! in ([`KubeScaleClient`]), the recorder's emissions ([`EmittedEvent`]), the traces and their
-//! text ([`DecisionTrace`], [`TraceStore`], [`explain`]), shadow comparisons ([`ShadowStore`]),
-//! the controller's Prometheus metrics ([`monitor`]) and the per-metric computation shared with
-//! `hpactl simulate` ([`MetricComputer`]). The caches, projections, selector registry, metric
-//! batching and dashboard series are internal.
+//! - the controller and what builds it: [`HorizontalController`] (`NewHorizontalController`,
+//!   `Run`, `reconcileKey`), [`ControllerParts`], [`ControllerConfig`], the version it behaves
+//!   as ([`resolve_version`], [`ResolvedVersion`]), what its caches hold ([`ResourceVersions`]) and its errors ([`ControllerError`],
+//!   [`ReconcileError`]);
+//! - the scale subresource client the binary wires in ([`ScaleClient`], [`KubeScaleClient`],
+//!   [`ScaleError`]);
+//! - the event recorder with client-go's correlation ([`Recorder`]) and what it emitted
+//!   ([`EmittedEvent`], [`CorrelatorSizes`]);
+//! - the per-metric computation shared with `hpactl simulate` ([`MetricComputer`],
+//!   [`MetricContext`]).
+//!
+//! Beyond upstream: every decision is kept as a [`DecisionTrace`] in a [`TraceStore`] (the
+//! [`trace`] module holds its parts) and rendered as text by [`render_text`]; shadow mode
+//! compares decisions with the active controller's status without writing ([`ShadowStore`],
+//! [`ShadowRecord`], [`ShadowResult`]; the [`shadow`] module holds the comparison's parts).
+//!
+//! Everything else is internal: the informer caches and handlers, the scale target caches and
+//! projections, the selector registry, the metric batching of `--metrics-batch-window`, the
+//! Prometheus metrics and the dashboard series of the traces; each module's own docs name the
+//! upstream code it mirrors.
 
 pub use controller::{
-    ControllerConfig, ControllerError, ControllerParts, HorizontalController, ReconcileError,
-    resolve_version,
+    ControllerConfig, ControllerError, ControllerParts, HorizontalController, ResolvedVersion,
+    ResourceVersions, resolve_version,
 };
-pub use reconcile::{MetricComputer, MetricContext};
-pub use recorder::{EmittedEvent, Recorder};
-pub use scale_client::KubeScaleClient;
-pub use shadow::{ShadowRecord, ShadowStore};
-pub use trace::{DecisionTrace, TRACE_VERSION, TraceStore};
+pub use explain::render_text;
+pub use reconcile::{MetricComputer, MetricContext, ReconcileError};
+pub use recorder::{CorrelatorSizes, EmittedEvent, Recorder};
+pub use scale_client::{KubeScaleClient, ScaleClient, ScaleError};
+pub use shadow::{ShadowRecord, ShadowResult, ShadowStore};
+pub use trace::{
+    DecisionTrace, TRACE_VERSION, TRACES_PER_HPA, TraceStore, WHY_IGNORED, WHY_UNREADY,
+};
 
 mod caches;
-pub mod controller;
-pub mod explain;
+mod controller;
+mod explain;
 mod explain_metrics;
 mod metrics_batch;
-pub mod monitor;
+mod monitor;
 mod pod_projection;
-pub mod reconcile;
-pub mod recorder;
+mod reconcile;
+mod recorder;
 mod scale_cache;
-pub mod scale_client;
+mod scale_client;
 mod scale_projection;
 mod selectors;
 pub mod shadow;

@@ -63,13 +63,15 @@ fn hist_opts(stability: &str, name: &str, help: &str) -> Result<HistogramOpts, p
 }
 
 impl Monitor {
-    /// Create the six metrics and register them into `registry` (upstream registers once
-    /// into the legacy registry; registering twice into one registry is an error).
+    /// [`Monitor::register_at`] with 1.35's stability levels (the tests' default).
+    #[cfg(test)]
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         Self::register_at(registry, KubeVersion::V1_35)
     }
 
-    /// [`Monitor::register`] with the stability levels of Kubernetes `version`.
+    /// Create the six metrics with the stability levels of Kubernetes `version` and register
+    /// them into `registry` (upstream registers once into the legacy registry; registering
+    /// twice into one registry is an error).
     pub fn register_at(
         registry: &Registry,
         version: KubeVersion,
@@ -182,6 +184,7 @@ impl Monitor {
     }
 
     /// The number of per-HPA series (`desired_replicas`).
+    #[cfg(test)]
     pub fn per_hpa_series(&self) -> usize {
         use prometheus::core::Collector as _;
         self.desired_replicas
@@ -192,6 +195,7 @@ impl Monitor {
     }
 
     /// The value of the controlled-HPA gauge.
+    #[cfg(test)]
     pub fn num_hpas(&self) -> f64 {
         self.num_hpas.get()
     }

@@ -42,13 +42,13 @@ use tokio::sync::{mpsc, watch};
 use hpa_decision::events::{EVENT_SOURCE_COMPONENT, HpaEvent};
 
 /// client-go's `maxLruCacheEntries`: the size of each correlator cache.
-pub const MAX_LRU_CACHE_ENTRIES: usize = 4096;
+pub(crate) const MAX_LRU_CACHE_ENTRIES: usize = 4096;
 /// client-go's `maxQueuedEvents`: the broadcaster's incoming queue and each watcher's queue.
-pub const MAX_QUEUED_EVENTS: usize = 1000;
+pub(crate) const MAX_QUEUED_EVENTS: usize = 1000;
 /// client-go's `maxTriesPerEvent`.
-pub const MAX_TRIES_PER_EVENT: u32 = 12;
+pub(crate) const MAX_TRIES_PER_EVENT: u32 = 12;
 /// client-go's `defaultSleepDuration` between tries.
-pub const DEFAULT_SLEEP_DURATION: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SLEEP_DURATION: Duration = Duration::from_secs(10);
 /// client-go's `defaultAggregateMaxEvents`: similar events before aggregation.
 const AGGREGATE_MAX_EVENTS: usize = 10;
 /// client-go's `defaultAggregateIntervalInSeconds`.
@@ -75,7 +75,7 @@ pub struct EmittedEvent {
 
 /// Why a write to the event sink failed, classified as `recordEvent` classifies it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SinkError {
+pub(crate) enum SinkError {
     /// The API answered with a `Status` (client-go's `*errors.StatusError`): never retried.
     #[error("{message}")]
     Status {
@@ -124,7 +124,7 @@ impl From<kube::Error> for SinkError {
 
 /// Where events are written (client-go's `EventSink`); `namespace` is the event's.
 #[async_trait::async_trait]
-pub trait EventSink: Send + Sync {
+pub(crate) trait EventSink: Send + Sync {
     /// POST the event.
     async fn create(&self, event: &Event) -> Result<Event, SinkError>;
     /// Strategic-merge PATCH of an existing event.
@@ -132,13 +132,13 @@ pub trait EventSink: Send + Sync {
 }
 
 /// The production sink: `core/v1` Events through a `kube::Client`.
-pub struct KubeEventSink {
+pub(crate) struct KubeEventSink {
     client: kube::Client,
 }
 
 impl KubeEventSink {
     /// A sink writing through `client`.
-    pub fn new(client: kube::Client) -> Self {
+    pub(crate) fn new(client: kube::Client) -> Self {
         KubeEventSink { client }
     }
 
@@ -169,11 +169,11 @@ impl EventSink for KubeEventSink {
 /// How the sink task retries (client-go's broadcaster `sleepDuration` and the randomisation
 /// of the first sleep).
 #[derive(Clone)]
-pub struct RetryConfig {
+pub(crate) struct RetryConfig {
     /// The sleep between tries (client-go: 10 s).
-    pub sleep: Duration,
+    pub(crate) sleep: Duration,
     /// A uniform random number in `[0, 1)` that scales the first sleep (`rand.Float64()`).
-    pub jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
+    pub(crate) jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
 }
 
 impl Default for RetryConfig {
@@ -242,9 +242,12 @@ pub struct CorrelatorSizes {
     pub spam: usize,
 }
 
-/// What the recorder's tasks share.
-struct Shared {
+/// What the [`Recorder`] handle shares with its two background tasks (the broadcaster's
+/// distribution and the sink writer).
+struct RecorderState {
+    /// The time source of event timestamps, correlation and generated names.
     clock: Arc<dyn Clock>,
+    /// client-go's `EventCorrelator`, used by the sink writer before each write.
     correlator: Mutex<Correlator>,
     /// The last `UnixNano` used in a generated name (uniqueness under a virtual clock).
     last_name_nanos: Mutex<i128>,
@@ -254,7 +257,8 @@ struct Shared {
     cancelled: watch::Sender<bool>,
 }
 
-impl Shared {
+impl RecorderState {
+    /// One accepted event is settled (written, dropped or given up on).
     fn settle_one(&self) {
         self.pending.send_modify(|n| *n = n.saturating_sub(1));
     }
@@ -262,7 +266,7 @@ impl Shared {
 
 /// Records events on HPAs.
 pub struct Recorder {
-    shared: Arc<Shared>,
+    shared: Arc<RecorderState>,
     incoming: mpsc::Sender<Event>,
     emissions: Option<Mutex<Vec<EmittedEvent>>>,
 }
@@ -278,7 +282,7 @@ fn join_key(parts: &[&str]) -> String {
 }
 
 /// `involvedObject` for an HPA (`reference.GetReference`).
-pub fn hpa_reference(hpa: &HorizontalPodAutoscaler) -> ObjectReference {
+pub(crate) fn hpa_reference(hpa: &HorizontalPodAutoscaler) -> ObjectReference {
     ObjectReference {
         api_version: Some("autoscaling/v2".to_owned()),
         kind: Some("HorizontalPodAutoscaler".to_owned()),
@@ -304,7 +308,7 @@ impl Recorder {
     }
 
     /// A recorder writing to `sink` with client-go's queue lengths and cache sizes.
-    pub fn with_sink(
+    pub(crate) fn with_sink(
         sink: Arc<dyn EventSink>,
         clock: Arc<dyn Clock>,
         log_emissions: bool,
@@ -329,7 +333,7 @@ impl Recorder {
         cache_entries: usize,
     ) -> Self {
         let capacity = NonZeroUsize::new(cache_entries).unwrap_or(NonZeroUsize::MIN);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(RecorderState {
             clock,
             correlator: Mutex::new(Correlator::new(capacity)),
             last_name_nanos: Mutex::new(i128::MIN),
@@ -369,7 +373,7 @@ impl Recorder {
     }
 
     /// `generateEvent`: makes the event now and hands it to the broadcaster without waiting
-    /// (dropped, with an error, when [`MAX_QUEUED_EVENTS`] are already queued).
+    /// (dropped, with an error, when client-go's `maxQueuedEvents` (1000) are already queued).
     pub fn record(&self, hpa: &HorizontalPodAutoscaler, event: &HpaEvent) {
         let type_ = event.event_type().as_str();
         let reason = event.reason();
@@ -482,7 +486,7 @@ impl Recorder {
 /// dropped when that queue is full (`DropIfChannelFull`). The structured-logging watcher
 /// (`StartStructuredLogging(3)`) is folded in here.
 async fn distribute(
-    shared: Arc<Shared>,
+    shared: Arc<RecorderState>,
     mut incoming: mpsc::Receiver<Event>,
     watcher: mpsc::Sender<Event>,
 ) {
@@ -510,7 +514,7 @@ async fn distribute(
 
 /// `StartRecordingToSink`'s watcher: correlate and write each event in turn.
 async fn record_to_sink(
-    shared: Arc<Shared>,
+    shared: Arc<RecorderState>,
     sink: Arc<dyn EventSink>,
     mut events: mpsc::Receiver<Event>,
     retry: RetryConfig,
@@ -523,7 +527,7 @@ async fn record_to_sink(
 
 /// `recordToSink`: correlate, then up to [`MAX_TRIES_PER_EVENT`] tries.
 async fn write_with_retries(
-    shared: &Shared,
+    shared: &RecorderState,
     sink: &dyn EventSink,
     event: Event,
     retry: &RetryConfig,
@@ -570,7 +574,11 @@ async fn write_with_retries(
 }
 
 /// `recordEvent`: `true` when the event was written or is to be abandoned, `false` to retry.
-async fn record_event(shared: &Shared, sink: &dyn EventSink, write: &mut CorrelatedWrite) -> bool {
+async fn record_event(
+    shared: &RecorderState,
+    sink: &dyn EventSink,
+    write: &mut CorrelatedWrite,
+) -> bool {
     let update_existing = write.event.count.unwrap_or(1) > 1;
     let mut result = None;
     if update_existing && let Some(patch) = &write.patch {
@@ -678,7 +686,7 @@ fn spam_key(event: &Event) -> String {
 /// spam filter drops the event.
 fn correlate(
     c: &mut Correlator,
-    shared: &Shared,
+    shared: &RecorderState,
     event: Event,
     now: Timestamp,
 ) -> Option<CorrelatedWrite> {
@@ -781,7 +789,7 @@ fn update_state(c: &mut Correlator, written: &Event) {
 /// `util.GenerateEventName`: `<name>.<hex UnixNano>`, or a random UUID when that is not a
 /// valid DNS subdomain (kubernetes#127594). The nanoseconds are kept increasing when the
 /// clock has not moved (a virtual clock), so names stay unique.
-fn generate_event_name(shared: &Shared, obj_name: &str, now: Timestamp) -> String {
+fn generate_event_name(shared: &RecorderState, obj_name: &str, now: Timestamp) -> String {
     let nanos = {
         let mut last = shared
             .last_name_nanos

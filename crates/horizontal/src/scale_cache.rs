@@ -171,10 +171,6 @@ impl ResourceCache {
             })
             .collect()
     }
-
-    fn len(&self) -> usize {
-        self.read().values().map(HashMap::len).sum()
-    }
 }
 
 /// (group, version, resource).
@@ -249,17 +245,6 @@ impl ScaleTargetCache {
             .filter(|(_, c)| c.phase() == Phase::Synced)
             .map(|((g, _, r), c)| ((g.clone(), r.clone()), c.versions()))
             .collect()
-    }
-
-    /// The number of cached objects, over every resource.
-    pub fn len(&self) -> usize {
-        let resources = self.resources.lock().unwrap_or_else(|p| p.into_inner());
-        resources.values().map(|c| c.len()).sum()
-    }
-
-    /// Whether no object is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Stops every watch.

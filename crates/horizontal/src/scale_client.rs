@@ -37,7 +37,7 @@ impl ScaleError {
 
 /// Upstream `schema.ParseGroupVersion`: `""` and `/` are the empty group-version, no slash
 /// is a core version, one slash splits group and version, more is an error.
-pub fn parse_group_version(gv: &str) -> Result<(String, String), ScaleError> {
+pub(crate) fn parse_group_version(gv: &str) -> Result<(String, String), ScaleError> {
     if gv.is_empty() || gv == "/" {
         return Ok((String::new(), String::new()));
     }
@@ -56,7 +56,7 @@ pub fn parse_group_version(gv: &str) -> Result<(String, String), ScaleError> {
 
 /// The RESTMapper's `NoKindMatchError` for a search without versions:
 /// `no matches for kind %q in group %q`.
-pub fn no_kind_match(group: &str, kind: &str) -> ScaleError {
+pub(crate) fn no_kind_match(group: &str, kind: &str) -> ScaleError {
     ScaleError::new(sprintf(
         "no matches for kind %q in group %q",
         &[GoArg::str(kind), GoArg::str(group)],
@@ -106,7 +106,7 @@ pub trait ScaleClient: Send + Sync {
 
 /// Upstream `scaleForResourceMappings`: try each mapping in order; the first success wins;
 /// if all fail, the *first* mapping's error; with no mappings, `unrecognized resource`.
-pub async fn scale_for_resource_mappings(
+pub(crate) async fn scale_for_resource_mappings(
     client: &dyn ScaleClient,
     namespace: &str,
     name: &str,
@@ -128,7 +128,7 @@ pub async fn scale_for_resource_mappings(
 
 /// The text client-go's `StatusError` gives for a failed request: the `Status` message as
 /// served.
-pub fn kube_error_text(err: &kube::Error) -> ScaleError {
+pub(crate) fn kube_error_text(err: &kube::Error) -> ScaleError {
     match err {
         kube::Error::Api(status) => ScaleError {
             message: if status.message.is_empty() {

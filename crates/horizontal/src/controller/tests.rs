@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_config::VirtualClock;
+use hpa_decision::labels::ErrorKind;
 use k8s_openapi::api::autoscaling::v1::{Scale, ScaleSpec, ScaleStatus};
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,

@@ -2,11 +2,16 @@
 //!
 //! Mirrors upstream `pkg/controller/podautoscaler/horizontal.go`: `reconcileKey`,
 //! `reconcileAutoscaler` (the scale target read and written in [`scale_target`], the
-//! rescale, the status written in [`status`]), `computeReplicasForMetrics`'s per-metric loop
-//! (each metric in [`metrics`]), `validateAndParseSelector` and
-//! `getUnableComputeReplicaCountCondition`. The branch choice, aggregation, normalization and
-//! rendering are the pure [`hpa_decision::decision`] functions; this module fetches and writes.
+//! rescale, the status written in [`status`], its errors in [`error`]),
+//! `computeReplicasForMetrics`'s per-metric loop (each metric in [`metrics`]) and
+//! `validateAndParseSelector`. The branch choice, aggregation, normalization and rendering are
+//! the pure [`hpa_decision::decision`] functions (`getUnableComputeReplicaCountCondition`, the
+//! condition when no metric could be computed, is
+//! [`MetricsOutcome::from_results`](hpa_decision::decision::MetricsOutcome::from_results) and
+//! [`MetricsOutcome::selector_failure`](hpa_decision::decision::MetricsOutcome::selector_failure));
+//! this module fetches and writes.
 
+mod error;
 mod metrics;
 mod scale_target;
 mod status;
@@ -24,7 +29,7 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 
 use crate::caches::{Caches, split_key};
-use crate::controller::{ControllerConfig, ReconcileError};
+use crate::controller::ControllerConfig;
 use crate::explain_metrics::ExplainMetrics;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
@@ -44,6 +49,7 @@ use hpa_decision::state::HpaState;
 use hpa_decision::status::status_semantically_equal;
 use hpa_decision::tolerance::tolerances_for_hpa;
 
+pub use error::ReconcileError;
 pub use metrics::{MetricComputer, MetricContext};
 pub(crate) use status::StatusWriter;
 

@@ -8,7 +8,7 @@ use hpa_decision::labels::ErrorKind;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
-use crate::controller::ReconcileError;
+use super::ReconcileError;
 use crate::scale_client::{
     ResourceMapping, ScaleClient, ScaleError, parse_group_version, scale_for_resource_mappings,
 };

@@ -11,7 +11,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Api;
 use kube::api::PostParams;
 
-use crate::controller::ReconcileError;
+use super::ReconcileError;
 use crate::recorder::Recorder;
 
 /// Writes HPA statuses and, with `StaleControllerConsistencyHPA`, remembers each HPA's last

@@ -114,8 +114,8 @@ fn status(code: u16, reason: &str) -> SinkError {
     }
 }
 
-fn shared(clock: &VirtualClock) -> Shared {
-    Shared {
+fn shared(clock: &VirtualClock) -> RecorderState {
+    RecorderState {
         clock: Arc::new(clock.clone()),
         correlator: Mutex::new(Correlator::new(NonZeroUsize::MIN)),
         last_name_nanos: Mutex::new(i128::MIN),
