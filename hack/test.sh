@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one command that runs every check: formatting, lints, and all tests of the workspace.
+# The one command that runs every check: formatting, lints, docs, and all tests of the workspace.
 # CI (.ci/run) calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,9 @@ if [[ -n "$forbidden" ]]; then
     sed 's/^/  /' <<<"$forbidden" >&2
     exit 1
 fi
+
+echo "== cargo doc --workspace --no-deps (public docs link only public items)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 echo "== cargo test --workspace"
 cargo test --workspace

@@ -19,7 +19,7 @@ pub fn line(args: fmt::Arguments<'_>) {
     }
 }
 
-/// Writes `text` as is to standard output, with [`line`]'s handling of errors.
+/// Writes `text` as is to standard output, with [`line()`]'s handling of errors.
 pub fn text(text: &str) {
     let mut stdout = io::stdout().lock();
     if let Err(e) = stdout
@@ -43,7 +43,7 @@ fn exit_on(e: &io::Error) -> ! {
     std::process::exit(1);
 }
 
-/// `println!` through [`line`].
+/// `println!` through [`line()`].
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::out::line(format_args!($($arg)*))

@@ -5,7 +5,7 @@
 //! settings), component-base's leader-election options, and the apiserver secure-serving,
 //! authentication and authorization options that KCM embeds. Names, defaults, help texts and
 //! error words follow upstream so that an operator can move a KCM command line over as is.
-//! Values parse with Go's rules ([`crate::strconv`], [`GoDuration`]); errors come out as
+//! Values parse with Go's rules (the `strconv` module, [`GoDuration`]); errors come out as
 //! one line in pflag's words (`invalid argument "abc" for "--flag" flag: ...`).
 
 use std::collections::BTreeMap;

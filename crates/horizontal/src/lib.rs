@@ -12,8 +12,8 @@
 //!   [`ScaleError`]);
 //! - the event recorder with client-go's correlation ([`Recorder`]) and what it emitted
 //!   ([`EmittedEvent`], [`CorrelatorSizes`]);
-//! - the per-metric computation shared with `hpactl simulate` ([`MetricComputer`],
-//!   [`MetricContext`]).
+//! - the per-metric computation shared with `hpactl simulate` ([`MetricComputer`], over the
+//!   calculator's `hpa_replica_calculator::ReplicaQuery`).
 //!
 //! Beyond upstream: every decision is kept as a [`DecisionTrace`] in a [`TraceStore`] (the
 //! [`trace`] module holds its parts) and rendered as text by [`render_text`]; shadow mode
@@ -30,7 +30,7 @@ pub use controller::{
     ResourceVersions, resolve_version,
 };
 pub use explain::render_text;
-pub use reconcile::{MetricComputer, MetricContext, ReconcileError};
+pub use reconcile::{MetricComputer, ReconcileError};
 pub use recorder::{CorrelatorSizes, EmittedEvent, Recorder};
 pub use scale_client::{KubeScaleClient, ScaleClient, ScaleError};
 pub use shadow::{ShadowRecord, ShadowResult, ShadowStore};

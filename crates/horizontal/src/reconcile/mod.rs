@@ -22,7 +22,7 @@ use std::time::Instant;
 use dashmap::DashMap;
 use hpa_config::Clock;
 use hpa_metrics::Selector;
-use hpa_replica_calculator::{PodLister as _, ReplicaCalculator, Tolerances};
+use hpa_replica_calculator::{PodLister as _, ReplicaCalculator, ReplicaQuery, Tolerances};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{
     HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus, MetricSpec,
@@ -50,7 +50,7 @@ use hpa_decision::status::status_semantically_equal;
 use hpa_decision::tolerance::tolerances_for_hpa;
 
 pub use error::ReconcileError;
-pub use metrics::{MetricComputer, MetricContext};
+pub use metrics::MetricComputer;
 pub(crate) use status::StatusWriter;
 
 use scale_target::{read_scale, update_scale_on_conflict};
@@ -459,7 +459,7 @@ impl Reconciler {
             Ok(s) => s,
             Err(f) => return MetricsOutcome::selector_failure(f),
         };
-        let ctx = MetricContext {
+        let ctx = ReplicaQuery {
             namespace,
             spec_replicas,
             status_replicas,

@@ -4,19 +4,17 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::{GoArg, sprintf};
-use hpa_replica_calculator::{ExternalMetric, MetricTarget};
+use hpa_replica_calculator::{ExternalMetric, MetricTarget, ReplicaQuery};
 use k8s_openapi::api::autoscaling::v2::{ExternalMetricStatus, MetricSpec, MetricStatus};
 
-use super::{
-    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
-};
+use super::{Failures, Measured, MetricComputer, calculate, current, identifier, proposal};
 
 /// One External metric: an `averageValue` target is checked first (the value per ready pod),
 /// then a `value` target (the metric's total).
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
-    ctx: &MetricContext<'_>,
+    ctx: &ReplicaQuery<'_>,
 ) -> Result<Measured, MetricFailure> {
     let name = spec
         .external

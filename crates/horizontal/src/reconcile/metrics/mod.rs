@@ -24,10 +24,6 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-/// What one metric computation needs from the reconcile: the calculator's shared query
-/// (namespace, `scale.spec.replicas`, `scale.status.replicas`, pod selector, tolerances, time).
-pub type MetricContext<'a> = ReplicaQuery<'a>;
-
 /// The per-metric half of a reconcile (`computeReplicasForMetric` and the
 /// `computeStatusFor*Metric` functions) over a replica calculator: shared by the controller
 /// and by `hpactl simulate`, which feeds the calculator simulated pods and metrics.
@@ -44,7 +40,7 @@ impl MetricComputer<'_> {
     pub async fn compute_replicas_for_metric(
         &self,
         spec: &MetricSpec,
-        ctx: &MetricContext<'_>,
+        ctx: &ReplicaQuery<'_>,
     ) -> MetricResult {
         let measured = match spec.type_.as_str() {
             "Object" => object::measure(self, spec, ctx).await,
@@ -180,7 +176,7 @@ impl Failures<'_> {
 /// target's variant.
 async fn calculate(
     computer: &MetricComputer<'_>,
-    ctx: &MetricContext<'_>,
+    ctx: &ReplicaQuery<'_>,
     fail: &Failures<'_>,
     target: &MetricTarget<'_>,
 ) -> Result<MetricReplicas, MetricFailure> {

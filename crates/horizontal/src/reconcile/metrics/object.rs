@@ -3,12 +3,10 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::{GoArg, sprintf};
-use hpa_replica_calculator::{MetricTarget, ObjectMetric};
+use hpa_replica_calculator::{MetricTarget, ObjectMetric, ReplicaQuery};
 use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, ObjectMetricStatus};
 
-use super::{
-    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
-};
+use super::{Failures, Measured, MetricComputer, calculate, current, identifier, proposal};
 
 /// One Object metric: the target's `type` chooses between its `value` (the object's metric
 /// against the target, scaled by the ready pods) and its `averageValue` (the metric divided
@@ -16,7 +14,7 @@ use super::{
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
-    ctx: &MetricContext<'_>,
+    ctx: &ReplicaQuery<'_>,
 ) -> Result<Measured, MetricFailure> {
     let outer = |e: &str| sprintf("failed to get object metric value: %v", &[GoArg::error(e)]);
     let fail = Failures {

@@ -3,18 +3,16 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::{GoArg, sprintf};
-use hpa_replica_calculator::{MetricTarget, PodsMetric};
+use hpa_replica_calculator::{MetricTarget, PodsMetric, ReplicaQuery};
 use k8s_openapi::api::autoscaling::v2::{MetricSpec, MetricStatus, PodsMetricStatus};
 
-use super::{
-    Failures, Measured, MetricComputer, MetricContext, calculate, current, identifier, proposal,
-};
+use super::{Failures, Measured, MetricComputer, calculate, current, identifier, proposal};
 
 /// One Pods metric: the average per pod against the target average value.
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
-    ctx: &MetricContext<'_>,
+    ctx: &ReplicaQuery<'_>,
 ) -> Result<Measured, MetricFailure> {
     let outer = |e: &str| sprintf("failed to get pods metric value: %v", &[GoArg::error(e)]);
     let fail = Failures {

@@ -4,12 +4,12 @@
 use hpa_decision::conditions::MetricFailureReason;
 use hpa_decision::decision::{MetricFailure, metric_names};
 use hpa_decision::gofmt::{GoArg, sprintf};
-use hpa_replica_calculator::{MetricTarget, ResourceMetric};
+use hpa_replica_calculator::{MetricTarget, ReplicaQuery, ResourceMetric};
 use k8s_openapi::api::autoscaling::v2::{
     ContainerResourceMetricStatus, MetricSpec, MetricStatus, ResourceMetricStatus,
 };
 
-use super::{Failures, Measured, MetricComputer, MetricContext, calculate, current, proposal};
+use super::{Failures, Measured, MetricComputer, calculate, current, proposal};
 
 /// One Resource metric, or with `container_metric` one ContainerResource metric: an
 /// `averageValue` target is checked first (raw usage per pod), then an
@@ -17,7 +17,7 @@ use super::{Failures, Measured, MetricComputer, MetricContext, calculate, curren
 pub(super) async fn measure(
     computer: &MetricComputer<'_>,
     spec: &MetricSpec,
-    ctx: &MetricContext<'_>,
+    ctx: &ReplicaQuery<'_>,
     container_metric: bool,
 ) -> Result<Measured, MetricFailure> {
     let (reason, resource, container, target) = if container_metric {
