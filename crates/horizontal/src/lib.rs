@@ -6,8 +6,8 @@
 //!
 //! - the controller and what builds it: [`HorizontalController`] (`NewHorizontalController`,
 //!   `Run`, `reconcileKey`), [`ControllerParts`], [`ControllerConfig`], the version it behaves
-//!   as ([`resolve_version`], [`ResolvedVersion`]), what its caches hold ([`ResourceVersions`]) and its errors ([`ControllerError`],
-//!   [`ReconcileError`]);
+//!   as ([`resolve_version`], [`ResolvedVersion`]), what its caches hold
+//!   ([`ResourceVersions`]) and its errors ([`ControllerError`], [`ReconcileError`]);
 //! - the scale subresource client the binary wires in ([`ScaleClient`], [`KubeScaleClient`],
 //!   [`ScaleError`]);
 //! - the event recorder with client-go's correlation ([`Recorder`]) and what it emitted
