@@ -22,9 +22,9 @@ impl ErrorSource {
         ErrorSource(Arc::new(error))
     }
 
-    /// An error that is only a text (no typed error behind it), e.g. a test's stand-in for a
-    /// client's failure.
-    pub fn message(text: impl Into<String>) -> Self {
+    /// A test's stand-in for a client's failure: a text with no typed error behind it.
+    #[cfg(test)]
+    pub(crate) fn message(text: impl Into<String>) -> Self {
         ErrorSource::new(Message(text.into()))
     }
 
@@ -54,15 +54,18 @@ impl PartialEq for ErrorSource {
 }
 
 /// [`ErrorSource::message`]'s error: a text and nothing behind it.
+#[cfg(test)]
 #[derive(Debug)]
 struct Message(String);
 
+#[cfg(test)]
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
+#[cfg(test)]
 impl Error for Message {}
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! ones those produce: the API's `Status` message for failed requests (client-go's
 //! `StatusError`) and the RESTMapper's `NoKindMatchError`.
 
+use std::sync::Arc;
+
 use hpa_metrics::restmapper::{DeferredRestMapper, MappingError};
 use k8s_openapi::api::autoscaling::v1::Scale;
 
@@ -16,13 +18,15 @@ use hpa_decision::gofmt::{GoArg, sprintf};
 
 /// A failure of discovery or of a scale request; `Display` is the text upstream embeds in
 /// events and conditions (`err.Error()`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct ScaleError {
     /// The error text.
     pub message: String,
     /// The HTTP status, when the API answered with one.
     pub code: Option<u16>,
+    /// The error behind `message` (the client's, the encoder's), when there is one: the
+    /// error's `source()`.
+    pub cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ScaleError {
@@ -31,9 +35,54 @@ impl ScaleError {
         ScaleError {
             message: message.into(),
             code: None,
+            cause: None,
+        }
+    }
+
+    /// An answer of the API server: its `Status` code and message.
+    pub fn status(code: u16, message: impl Into<String>) -> Self {
+        ScaleError {
+            message: message.into(),
+            code: Some(code),
+            cause: None,
+        }
+    }
+
+    /// An error with no HTTP status whose text is `message`, caused by `cause`.
+    pub fn caused_by(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ScaleError {
+            message: message.into(),
+            code: None,
+            cause: Some(Arc::new(cause)),
         }
     }
 }
+
+impl std::fmt::Display for ScaleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScaleError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two scale errors are equal when they read the same and carry the same code.
+impl PartialEq for ScaleError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message && self.code == other.code
+    }
+}
+
+impl Eq for ScaleError {}
 
 /// Upstream `schema.ParseGroupVersion`: `""` and `/` are the empty group-version, no slash
 /// is a core version, one slash splits group and version, more is an error.
@@ -128,17 +177,26 @@ pub(crate) async fn scale_for_resource_mappings(
 
 /// The text client-go's `StatusError` gives for a failed request: the `Status` message as
 /// served.
-pub(crate) fn kube_error_text(err: &kube::Error) -> ScaleError {
+pub(crate) fn kube_error_text(err: kube::Error) -> ScaleError {
+    let message = api_error_text(&err);
+    let code = match &err {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    };
+    ScaleError {
+        message,
+        code,
+        cause: Some(Arc::new(err)),
+    }
+}
+
+/// The text of a failed API request as client-go's errors print it: a `Status`'s message
+/// (its reason when the message is empty), else the transport's error.
+pub(crate) fn api_error_text(err: &kube::Error) -> String {
     match err {
-        kube::Error::Api(status) => ScaleError {
-            message: if status.message.is_empty() {
-                status.reason.clone()
-            } else {
-                status.message.clone()
-            },
-            code: Some(status.code),
-        },
-        other => ScaleError::new(hpa_metrics::kube_error_message(other)),
+        kube::Error::Api(status) if status.message.is_empty() => status.reason.clone(),
+        kube::Error::Api(status) => status.message.clone(),
+        other => hpa_metrics::kube_error_message(other),
     }
 }
 
@@ -172,7 +230,7 @@ impl KubeScaleClient {
         self.client
             .request::<Scale>(request)
             .await
-            .map_err(|e| kube_error_text(&e))
+            .map_err(kube_error_text)
     }
 }
 
@@ -188,7 +246,11 @@ impl ScaleClient for KubeScaleClient {
             .await
             .map_err(|e| match e {
                 MappingError::NoKindMatch { group, kind } => no_kind_match(&group, &kind),
-                MappingError::Discovery { message, code } => ScaleError { message, code },
+                MappingError::Discovery { message, code } => ScaleError {
+                    message,
+                    code,
+                    cause: None,
+                },
             })
     }
 
@@ -201,7 +263,7 @@ impl ScaleClient for KubeScaleClient {
         let request = http::Request::get(mapping.scale_path(namespace, name))
             .header(http::header::ACCEPT, "application/json")
             .body(Vec::new())
-            .map_err(|e| ScaleError::new(e.to_string()))?;
+            .map_err(|e| ScaleError::caused_by(e.to_string(), e))?;
         self.send_scale(request).await
     }
 
@@ -216,12 +278,13 @@ impl ScaleClient for KubeScaleClient {
         body.metadata
             .namespace
             .get_or_insert_with(|| namespace.to_owned());
-        let bytes = serde_json::to_vec(&body).map_err(|e| ScaleError::new(e.to_string()))?;
+        let bytes =
+            serde_json::to_vec(&body).map_err(|e| ScaleError::caused_by(e.to_string(), e))?;
         let request = http::Request::put(mapping.scale_path(namespace, name))
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json")
             .body(bytes)
-            .map_err(|e| ScaleError::new(e.to_string()))?;
+            .map_err(|e| ScaleError::caused_by(e.to_string(), e))?;
         self.send_scale(request).await
     }
 }
@@ -242,6 +305,35 @@ mod tests {
             parse_group_version("a/b/c").unwrap_err().message,
             "unexpected GroupVersion string: a/b/c"
         );
+    }
+
+    /// A failed request reads as client-go's `StatusError` (the message, else the reason) and
+    /// keeps the client's error, with the API's `Status`, as its source.
+    #[test]
+    fn a_failed_request_keeps_the_client_error_as_its_source() {
+        use std::error::Error as _;
+        let api_error = |message: &str| {
+            let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+                "status": "Failure",
+                "code": 409,
+                "reason": "Conflict",
+                "message": message,
+            }))
+            .unwrap();
+            kube::Error::Api(Box::new(status))
+        };
+        let err = kube_error_text(api_error("the object has been modified"));
+        assert_eq!(
+            (err.message.as_str(), err.code),
+            ("the object has been modified", Some(409))
+        );
+        let source = err.source().and_then(|e| e.downcast_ref::<kube::Error>());
+        assert!(
+            matches!(source, Some(kube::Error::Api(s)) if s.reason == "Conflict"),
+            "{source:?}"
+        );
+        let err = kube_error_text(api_error(""));
+        assert_eq!((err.message.as_str(), err.code), ("Conflict", Some(409)));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! `pkg/controller/podautoscaler/metrics/client.go` and the client-go REST error rendering
 //! (`staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go` `NewGenericServerResponse`).
 
+use std::sync::Arc;
+
 /// A failed metrics call. `Display` gives upstream's exact text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MetricsError {
@@ -27,13 +29,29 @@ pub enum MetricsError {
 
 /// The cause of a failed request, rendered as client-go renders it (e.g. `the server could not
 /// find the requested resource (get pods.metrics.k8s.io)`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct FetchError {
     /// HTTP status code, when the server answered.
     pub status: Option<u16>,
     /// The text.
     pub message: String,
+    /// The error behind `message` (the transport's, the decoder's), when there is one: the
+    /// error's `source()`.
+    pub cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FetchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl FetchError {
@@ -42,9 +60,40 @@ impl FetchError {
         FetchError {
             status: None,
             message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// An answer of the server: its HTTP status and client-go's text for it.
+    pub fn status(status: u16, message: impl Into<String>) -> Self {
+        FetchError {
+            status: Some(status),
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// An error without an HTTP status whose text is `message`, caused by `cause`.
+    pub fn caused_by(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        FetchError {
+            status: None,
+            message: message.into(),
+            cause: Some(Arc::new(cause)),
         }
     }
 }
+
+/// Two fetch errors are equal when they read the same and carry the same status.
+impl PartialEq for FetchError {
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status && self.message == other.message
+    }
+}
+
+impl Eq for FetchError {}
 
 /// Go `errors.NewGenericServerResponse(code, "GET", qualifiedResource, name, serverMessage, …)`:
 /// the text client-go produces for a non-2xx answer whose body is not a `Status`.

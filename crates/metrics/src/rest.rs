@@ -150,7 +150,7 @@ impl RestMetricsClient {
         let request = http::Request::get(path_and_query)
             .header(http::header::ACCEPT, "application/json")
             .body(kube::client::Body::empty())
-            .map_err(|e| FetchError::other(e.to_string()))?;
+            .map_err(|e| FetchError::caused_by(e.to_string(), e))?;
         let client = match api {
             Api::Resource => &self.clients.resource,
             Api::Custom => &self.clients.custom,
@@ -159,7 +159,7 @@ impl RestMetricsClient {
         let response = client
             .send(request)
             .await
-            .map_err(|e| FetchError::other(crate::kube_error_message(&e)))?;
+            .map_err(|e| FetchError::caused_by(crate::kube_error_message(&e), e))?;
         let status = response.status();
         let is_text = response
             .headers()
@@ -171,17 +171,14 @@ impl RestMetricsClient {
             .into_body()
             .collect_bytes()
             .await
-            .map_err(|e| FetchError::other(e.to_string()))?;
+            .map_err(|e| FetchError::caused_by(e.to_string(), e))?;
         if !status.is_success() {
             let code = status.as_u16();
             if let Ok(st) = serde_json::from_slice::<Status>(&body)
                 && st.kind.as_deref().is_none_or(|k| k == "Status")
                 && st.status.as_deref() == Some("Failure")
             {
-                return Err(FetchError {
-                    status: Some(code),
-                    message: st.message.unwrap_or_default(),
-                });
+                return Err(FetchError::status(code, st.message.unwrap_or_default()));
             }
             let server_message = if is_text {
                 let text = String::from_utf8_lossy(&body[..body.len().min(1024)]);
@@ -189,12 +186,12 @@ impl RestMetricsClient {
             } else {
                 "unknown".to_string()
             };
-            return Err(FetchError {
-                status: Some(code),
-                message: generic_server_response(code, qualified_resource, name, &server_message),
-            });
+            return Err(FetchError::status(
+                code,
+                generic_server_response(code, qualified_resource, name, &server_message),
+            ));
         }
-        serde_json::from_slice(&body).map_err(|e| FetchError::other(e.to_string()))
+        serde_json::from_slice(&body).map_err(|e| FetchError::caused_by(e.to_string(), e))
     }
 
     /// The custom metrics API version to use (cached; rediscovered after invalidation).
@@ -389,7 +386,7 @@ fn timestamp(t: Option<&Time>) -> jiff::Timestamp {
 fn parse_quantity(
     q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
 ) -> Result<Quantity, FetchError> {
-    Quantity::from_k8s(q).map_err(|e| FetchError::other(e.to_string()))
+    Quantity::from_k8s(q).map_err(|e| FetchError::caused_by(e.to_string(), e))
 }
 
 fn milli(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {

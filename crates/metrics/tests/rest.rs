@@ -224,6 +224,32 @@ async fn resource_metrics_errors() {
     );
 }
 
+/// A 200 answer that does not decode: the error reads as the decoder's text, and the
+/// decoder's typed error stays reachable below the fetch error.
+#[tokio::test]
+async fn an_undecodable_answer_keeps_the_decoder_error_as_its_source() {
+    use std::error::Error as _;
+    let (fake, client) = start().await;
+    fake.answer(PODS, 200, "application/json", "{\"items\": 7}");
+    let err = client
+        .get_resource_metric("cpu", "default", &sel("app=web"), None)
+        .await
+        .unwrap_err();
+    let MetricsError::ResourceFetch(fetch) = &err else {
+        panic!("not a fetch error: {err:?}");
+    };
+    assert_eq!(fetch.status, None);
+    let decoder = fetch
+        .source()
+        .and_then(|e| e.downcast_ref::<serde_json::Error>())
+        .expect("the decoder's error is the fetch error's source");
+    assert_eq!(decoder.to_string(), fetch.message);
+    assert_eq!(
+        err.source().map(ToString::to_string),
+        Some(fetch.message.clone())
+    );
+}
+
 const POD_METRIC_V2: &str =
     "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second";
 const POD_METRIC_V1: &str =

@@ -76,8 +76,8 @@ pub enum CalculatorError {
     },
     /// The metric selector of an External metric could not be converted
     /// (`metav1.LabelSelectorAsSelector`); upstream returns that error unwrapped.
-    #[error("{0}")]
-    MetricSelector(#[source] SelectorError),
+    #[error(transparent)]
+    MetricSelector(SelectorError),
     /// Listing pods from the informer cache failed.
     #[error("unable to get pods while calculating replica count: {0}")]
     ListPods(#[source] PodListError),

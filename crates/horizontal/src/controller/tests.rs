@@ -465,10 +465,10 @@ impl ScaleClient for RefusesWrites {
         _mapping: &ResourceMapping,
         _scale: &Scale,
     ) -> Result<Scale, ScaleError> {
-        Err(ScaleError {
-            message: "deployments.apps \"web-0\" is forbidden".into(),
-            code: Some(403),
-        })
+        Err(ScaleError::status(
+            403,
+            "deployments.apps \"web-0\" is forbidden",
+        ))
     }
 }
 
@@ -537,10 +537,10 @@ async fn a_failed_metric_keeps_every_error_below_it_as_sources() {
         .expect_get_resource_metric()
         .returning(|_, _, _, _| {
             Err(hpa_metrics::MetricsError::ResourceFetch(
-                hpa_metrics::FetchError {
-                    status: Some(503),
-                    message: "the server is currently unable to handle the request".into(),
-                },
+                hpa_metrics::FetchError::status(
+                    503,
+                    "the server is currently unable to handle the request",
+                ),
             ))
         });
     let controller = HorizontalController::new(ControllerParts {

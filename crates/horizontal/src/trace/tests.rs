@@ -130,9 +130,7 @@ fn failed_external() -> MetricResult {
             error: "failed to get queue external metric value: unable to get external metric"
                 .into(),
             kind: hpa_decision::labels::ErrorKind::Internal,
-            source: Some(hpa_decision::error_source::ErrorSource::message(
-                "unable to get external metric",
-            )),
+            source: None,
         }),
     }
 }
