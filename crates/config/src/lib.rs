@@ -7,7 +7,7 @@
 //! `cmd/kube-controller-manager/app/options/` (`hpacontroller.go`, `generic.go`, the
 //! component-base leader-election options).
 
-pub mod clock;
+mod clock;
 mod duration;
 
 pub use clock::{Clock, SystemClock, VirtualClock};

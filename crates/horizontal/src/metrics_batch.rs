@@ -7,7 +7,7 @@
 //! HPA keeps what its selector would have returned: the items whose pod (from the pod cache;
 //! for PodMetrics, the item's own labels when the pod is not cached, as metrics-server
 //! copies them) matches, in the list's order. What an HPA then computes from them is what
-//! [`hpa_metrics::rest::resource_metric_result`] and [`hpa_metrics::rest::raw_metric_result`]
+//! [`hpa_metrics::resource_metric_result`] and [`hpa_metrics::raw_metric_result`]
 //! compute for the per-HPA answer. Object and External metrics, and clients that cannot list
 //! a namespace, go to the inner client per HPA. A failed list is not kept: the next HPA asks
 //! again. Metrics are up to one window old (on the controller's clock).
@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hpa_config::Clock;
-use hpa_metrics::rest::{raw_metric_result, resource_metric_result};
 use hpa_metrics::wire::{ContainerMetrics, MetricValue, PodMetrics};
 use hpa_metrics::{MetricsClient, MetricsError, PodMetricsInfo, Selector};
+use hpa_metrics::{raw_metric_result, resource_metric_result};
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};

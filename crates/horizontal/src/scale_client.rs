@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use hpa_metrics::restmapper::{DeferredRestMapper, MappingError};
+use hpa_metrics::{DeferredRestMapper, MappingError};
 use k8s_openapi::api::autoscaling::v1::Scale;
 
 use hpa_decision::gofmt::{GoArg, sprintf};
@@ -112,7 +112,7 @@ pub(crate) fn no_kind_match(group: &str, kind: &str) -> ScaleError {
     ))
 }
 
-pub use hpa_metrics::restmapper::ResourceMapping;
+pub use hpa_metrics::ResourceMapping;
 
 /// Scale reads and writes behind a trait, so tests (and later a cache) can serve them without
 /// touching the reconcile.

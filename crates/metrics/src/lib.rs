@@ -10,8 +10,8 @@
 mod client;
 mod discovery;
 mod error;
-pub mod rest;
-pub mod restmapper;
+mod rest;
+mod restmapper;
 mod selector;
 mod types;
 mod utilization;
@@ -23,7 +23,10 @@ pub use client::MockMetricsClient;
 pub use discovery::AvailableApis;
 pub use error::{FetchError, MetricsError, UtilizationError, kube_error_message};
 pub use hpa_quantity::{Format, Quantity, QuantityError, QuantityErrorKind};
-pub use rest::{METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient};
+pub use rest::{
+    METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient, raw_metric_result,
+    resource_metric_result,
+};
 pub use restmapper::{DeferredRestMapper, MappingError, ResourceMapping};
 pub use selector::{Operator, Requirement, Selector, SelectorError};
 pub use types::{PodMetric, PodMetricsInfo};

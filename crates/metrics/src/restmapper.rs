@@ -193,7 +193,7 @@ struct State {
     groups: HashMap<String, Arc<GroupKinds>>,
 }
 
-/// The deferred, cached discovery RESTMapper, reset every [`RESET_PERIOD`]. Cloning shares
+/// The deferred, cached discovery RESTMapper, reset every `RESET_PERIOD` (30 s). Cloning shares
 /// the cache.
 #[derive(Clone)]
 pub struct DeferredRestMapper {
