@@ -108,6 +108,69 @@ fn hpa(i: usize) -> HorizontalPodAutoscaler {
     }
 }
 
+/// The configuration of `flags` (flag name to value; none: every default).
+fn config(flags: &[(&str, &str)]) -> ControllerConfig {
+    let options = hpa_config::Options::from_flag_map(
+        &flags
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    )
+    .unwrap()
+    .options;
+    ControllerConfig::from_options(&options)
+}
+
+/// The parts of a test controller with `config`: an API server that is unavailable, no
+/// metrics expected, every target a Deployment with 3 replicas, a virtual clock, a registry
+/// of its own. Tests replace what they need with struct update syntax.
+fn parts(config: ControllerConfig) -> ControllerParts {
+    ControllerParts {
+        client: unavailable_client(),
+        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
+        available_apis: None,
+        scale_client: Some(Arc::new(ThreeReplicas)),
+        config,
+        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    }
+}
+
+/// What feeds a test's HPA informer: the watch events it would have received.
+type HpaEvents = tokio::sync::mpsc::UnboundedSender<
+    Result<watcher::Event<HorizontalPodAutoscaler>, watcher::Error>,
+>;
+
+/// Takes `controller`'s cache writers and runs its HPA informer (resync every `resync`, zero:
+/// none) on the events sent through the returned channel instead of a watch; also returns
+/// the pod cache's writer.
+fn hpa_informer(
+    controller: &HorizontalController,
+    resync: Duration,
+) -> (
+    HpaEvents,
+    tokio::task::JoinHandle<()>,
+    Arc<crate::caches::PodIndex>,
+) {
+    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
+    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, resync));
+    (tx, informer, writers.pods)
+}
+
+/// The informer's initial list: `hpas`, then the end of the list.
+fn initial_list(tx: &HpaEvents, hpas: impl IntoIterator<Item = HorizontalPodAutoscaler>) {
+    tx.send(Ok(watcher::Event::Init)).unwrap();
+    for h in hpas {
+        tx.send(Ok(watcher::Event::InitApply(h))).unwrap();
+    }
+    tx.send(Ok(watcher::Event::InitDone)).unwrap();
+}
+
 #[derive(Debug, PartialEq)]
 struct Sizes {
     state: usize,
@@ -152,37 +215,21 @@ async fn settle(done: impl Fn() -> bool) {
 async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
     const N: usize = 1000;
     let registry = prometheus::Registry::new();
-    let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
-    let options = hpa_config::Options::from_flag_map(&Default::default())
-        .unwrap()
-        .options;
     let controller = HorizontalController::new(ControllerParts {
-        client: unavailable_client(),
-        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
-        available_apis: None,
-        scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig {
-            keep_last_decisions: true,
-            ..ControllerConfig::from_options(&options)
-        },
-        clock: Arc::new(clock),
         registry: registry.clone(),
-        workqueue_metrics: None,
-        log_emissions: false,
+        ..parts(ControllerConfig {
+            keep_last_decisions: true,
+            ..config(&[])
+        })
     })
     .unwrap();
     let period = controller.inner.reconciler.config.sync_period();
 
     // The informers, fed from a channel instead of a watch.
-    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
-    writers.pods.apply(watcher::Event::Init);
-    writers.pods.apply(watcher::Event::InitDone);
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
-    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, period));
-    tx.send(Ok(watcher::Event::Init)).unwrap();
-    tx.send(Ok(watcher::Event::InitDone)).unwrap();
+    let (tx, informer, pods) = hpa_informer(&controller, period);
+    pods.apply(watcher::Event::Init);
+    pods.apply(watcher::Event::InitDone);
+    initial_list(&tx, []);
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = {
@@ -243,39 +290,14 @@ async fn a_thousand_hpas_created_and_deleted_leave_no_state_behind() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
-    let clock = VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap());
-    let options = hpa_config::Options::from_flag_map(&Default::default())
-        .unwrap()
-        .options;
-    let controller = HorizontalController::new(ControllerParts {
-        client: unavailable_client(),
-        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
-        available_apis: None,
-        scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig {
-            keep_last_decisions: true,
-            ..ControllerConfig::from_options(&options)
-        },
-        clock: Arc::new(clock),
-        registry: prometheus::Registry::new(),
-        workqueue_metrics: None,
-        log_emissions: false,
-    })
+    let controller = HorizontalController::new(parts(ControllerConfig {
+        keep_last_decisions: true,
+        ..config(&[])
+    }))
     .unwrap();
     let period = controller.inner.reconciler.config.sync_period();
-    let writers = controller.inner.writers.lock().unwrap().take().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    let handler: Arc<dyn HpaEventHandler> = controller.inner.clone();
-    let informer = tokio::spawn(run_hpa_informer(events, writers.hpas, handler, period));
-    for e in [
-        watcher::Event::Init,
-        watcher::Event::InitApply(hpa(0)),
-        watcher::Event::InitApply(hpa(1)),
-        watcher::Event::InitDone,
-    ] {
-        tx.send(Ok(e)).unwrap();
-    }
+    let (tx, informer, _) = hpa_informer(&controller, period);
+    initial_list(&tx, [hpa(0), hpa(1)]);
     tokio::time::sleep(period - Duration::from_millis(1)).await;
     assert_eq!(controller.inner.reconciler.selectors.len(), 2);
     // The deletion is delivered at the instant the resync is due; resyncs keep coming.
@@ -293,26 +315,7 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
 /// a new HPA, a spec change (generation 1 -> 2) and a status-only change or resync (1 -> 1),
 /// each a different HPA so that the queue's de-duplication does not hide one.
 fn enqueue_placements(flags: &[(&str, &str)]) -> Vec<(usize, usize)> {
-    let options = hpa_config::Options::from_flag_map(
-        &flags
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-    )
-    .unwrap()
-    .options;
-    let controller = HorizontalController::new(ControllerParts {
-        client: unavailable_client(),
-        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
-        available_apis: None,
-        scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig::from_options(&options),
-        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
-        registry: prometheus::Registry::new(),
-        workqueue_metrics: None,
-        log_emissions: false,
-    })
-    .unwrap();
+    let controller = HorizontalController::new(parts(config(flags))).unwrap();
     let inner = &controller.inner;
     let with_generation = |i: usize, g: i64| {
         let mut h = hpa(i);
@@ -360,48 +363,16 @@ async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn reconcile_waits_for_the_informer_to_see_its_own_status_write() {
     for (version, defers) in [("1.36", false), ("1.37", true)] {
-        let options = hpa_config::Options::from_flag_map(
-            &[("emulated-version".to_owned(), version.to_owned())]
-                .into_iter()
-                .collect(),
-        )
-        .unwrap()
-        .options;
-        let controller = HorizontalController::new(ControllerParts {
-            client: unavailable_client(),
-            metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
-            available_apis: None,
-            scale_client: Some(Arc::new(ThreeReplicas)),
-            config: ControllerConfig::from_options(&options),
-            clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
-            registry: prometheus::Registry::new(),
-            workqueue_metrics: None,
-            log_emissions: false,
-        })
-        .unwrap();
+        let controller =
+            HorizontalController::new(parts(config(&[("emulated-version", version)]))).unwrap();
         let inner = controller.inner.clone();
-        let writers = inner.writers.lock().unwrap().take().unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-        let handler: Arc<dyn HpaEventHandler> = inner.clone();
-        let informer = tokio::spawn(run_hpa_informer(
-            events,
-            writers.hpas,
-            handler,
-            Duration::ZERO,
-        ));
+        let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
         let at = |rv: &str| {
             let mut h = hpa(0);
             h.metadata.resource_version = Some(rv.into());
             h
         };
-        for e in [
-            watcher::Event::Init,
-            watcher::Event::InitApply(at("5")),
-            watcher::Event::InitDone,
-        ] {
-            tx.send(Ok(e)).unwrap();
-        }
+        initial_list(&tx, [at("5")]);
         settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
         // This controller's last status write to the HPA came back as resourceVersion 7.
         inner
@@ -478,40 +449,13 @@ impl ScaleClient for RefusesWrites {
 async fn a_failed_rescale_keeps_the_write_error_as_its_source() {
     use std::error::Error as _;
     let controller = HorizontalController::new(ControllerParts {
-        client: unavailable_client(),
-        metrics_client: Arc::new(hpa_metrics::MockMetricsClient::new()),
-        available_apis: None,
         scale_client: Some(Arc::new(RefusesWrites)),
-        config: ControllerConfig::from_options(
-            &hpa_config::Options::from_flag_map(&Default::default())
-                .unwrap()
-                .options,
-        ),
-        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
-        registry: prometheus::Registry::new(),
-        workqueue_metrics: None,
-        log_emissions: false,
+        ..parts(config(&[]))
     })
     .unwrap();
-    let inner = controller.inner.clone();
-    let writers = inner.writers.lock().unwrap().take().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    let handler: Arc<dyn HpaEventHandler> = inner.clone();
-    let informer = tokio::spawn(run_hpa_informer(
-        events,
-        writers.hpas,
-        handler,
-        Duration::ZERO,
-    ));
-    for e in [
-        watcher::Event::Init,
-        watcher::Event::InitApply(hpa(0)),
-        watcher::Event::InitDone,
-    ] {
-        tx.send(Ok(e)).unwrap();
-    }
-    settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    initial_list(&tx, [hpa(0)]);
+    settle(|| controller.cached_hpa("ns-0", "hpa-0").is_some()).await;
     let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Internal);
     assert_eq!(
@@ -544,32 +488,11 @@ async fn a_failed_metric_keeps_every_error_below_it_as_sources() {
             ))
         });
     let controller = HorizontalController::new(ControllerParts {
-        client: unavailable_client(),
         metrics_client: Arc::new(metrics_client),
-        available_apis: None,
-        scale_client: Some(Arc::new(ThreeReplicas)),
-        config: ControllerConfig::from_options(
-            &hpa_config::Options::from_flag_map(&Default::default())
-                .unwrap()
-                .options,
-        ),
-        clock: Arc::new(VirtualClock::new("2025-01-01T00:00:00Z".parse().unwrap())),
-        registry: prometheus::Registry::new(),
-        workqueue_metrics: None,
-        log_emissions: false,
+        ..parts(config(&[]))
     })
     .unwrap();
-    let inner = controller.inner.clone();
-    let writers = inner.writers.lock().unwrap().take().unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let events = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-    let handler: Arc<dyn HpaEventHandler> = inner.clone();
-    let informer = tokio::spawn(run_hpa_informer(
-        events,
-        writers.hpas,
-        handler,
-        Duration::ZERO,
-    ));
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
     let mut with_cpu = hpa(0);
     with_cpu.spec.max_replicas = 5;
     with_cpu.spec.metrics = Some(vec![MetricSpec {
@@ -584,14 +507,8 @@ async fn a_failed_metric_keeps_every_error_below_it_as_sources() {
         }),
         ..Default::default()
     }]);
-    for e in [
-        watcher::Event::Init,
-        watcher::Event::InitApply(with_cpu),
-        watcher::Event::InitDone,
-    ] {
-        tx.send(Ok(e)).unwrap();
-    }
-    settle(|| inner.reconciler.caches.hpa("ns-0", "hpa-0").is_some()).await;
+    initial_list(&tx, [with_cpu]);
+    settle(|| controller.cached_hpa("ns-0", "hpa-0").is_some()).await;
     let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Internal);
     let fetch = "unable to fetch metrics from resource metrics API: the server is currently unable to handle the request";
