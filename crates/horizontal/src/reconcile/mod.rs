@@ -24,9 +24,7 @@ use hpa_config::Clock;
 use hpa_metrics::Selector;
 use hpa_replica_calculator::{PodLister as _, ReplicaCalculator, ReplicaQuery, Tolerances};
 use jiff::Timestamp;
-use k8s_openapi::api::autoscaling::v2::{
-    HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus, MetricSpec,
-};
+use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus};
 
 use crate::caches::{Caches, split_key};
 use crate::controller::ControllerConfig;
@@ -472,14 +470,14 @@ impl Reconciler {
             .as_ref()
             .and_then(|s| s.current_replicas)
             .unwrap_or(0);
-        let specs: Vec<MetricSpec> = hpa.spec.metrics.clone().unwrap_or_default();
+        let specs = hpa.spec.metrics.as_deref().unwrap_or_default();
+        let computer = MetricComputer {
+            calculator: &self.calculator,
+            selector_style: self.config.selector_style,
+        };
         let mut results = Vec::with_capacity(specs.len());
-        for spec in &specs {
+        for spec in specs {
             let start = Instant::now();
-            let computer = MetricComputer {
-                calculator: &self.calculator,
-                selector_style: self.config.selector_style,
-            };
             let r = computer.compute_replicas_for_metric(spec, &ctx).await;
             self.monitor.observe_metric_computation_result(
                 r.action_label(previous_current),
