@@ -79,16 +79,7 @@ impl ControllerConfig {
             .feature_gates_at(version)
             .map(|(g, _)| g)
             .unwrap_or_else(|_| options.feature_gates());
-        ControllerConfig {
-            hpa: options.hpa_configuration(),
-            gates,
-            selector_style: SelectorStyle::default(),
-            shadow: options.shadow.shadow,
-            scale_target_cache: options.cost.scale_target_cache,
-            metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
-            keep_last_decisions: false,
-            server_before_1_37: false,
-        }
+        ControllerConfig::with_gates(options, gates)
     }
 
     /// The configuration of a set of parsed flags, behaving as `version`: its feature-gate
@@ -99,9 +90,21 @@ impl ControllerConfig {
         version: KubeVersion,
     ) -> Result<(Self, Vec<String>), hpa_config::feature_gates::FeatureGateError> {
         let (gates, warnings) = options.feature_gates_at(version)?;
-        let mut config = ControllerConfig::from_options(options);
-        config.gates = gates;
-        Ok((config, warnings))
+        Ok((ControllerConfig::with_gates(options, gates), warnings))
+    }
+
+    /// The configuration of a set of parsed flags with the feature gates already resolved.
+    fn with_gates(options: &hpa_config::Options, gates: FeatureGates) -> Self {
+        ControllerConfig {
+            hpa: options.hpa_configuration(),
+            gates,
+            selector_style: SelectorStyle::default(),
+            shadow: options.shadow.shadow,
+            scale_target_cache: options.cost.scale_target_cache,
+            metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
+            keep_last_decisions: false,
+            server_before_1_37: false,
+        }
     }
 
     /// The Kubernetes version this controller behaves as.
