@@ -9,11 +9,10 @@
 //! ones those produce: the API's `Status` message for failed requests (client-go's
 //! `StatusError`) and the RESTMapper's `NoKindMatchError`.
 
-use std::sync::Arc;
-
 use hpa_metrics::{DeferredRestMapper, MappingError};
 use k8s_openapi::api::autoscaling::v1::Scale;
 
+use hpa_decision::error_source::ErrorSource;
 use hpa_decision::gofmt::{GoArg, sprintf};
 
 /// A failure of discovery or of a scale request; `Display` is the text upstream embeds in
@@ -26,7 +25,7 @@ pub struct ScaleError {
     pub code: Option<u16>,
     /// The error behind `message` (the client's, the encoder's), when there is one: the
     /// error's `source()`.
-    pub cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    pub cause: Option<ErrorSource>,
 }
 
 impl ScaleError {
@@ -56,7 +55,7 @@ impl ScaleError {
         ScaleError {
             message: message.into(),
             code: None,
-            cause: Some(Arc::new(cause)),
+            cause: Some(ErrorSource::new(cause)),
         }
     }
 }
@@ -69,9 +68,7 @@ impl std::fmt::Display for ScaleError {
 
 impl std::error::Error for ScaleError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.cause.as_ref().map(ErrorSource::as_error)
     }
 }
 
@@ -186,7 +183,7 @@ pub(crate) fn kube_error_text(err: kube::Error) -> ScaleError {
     ScaleError {
         message,
         code,
-        cause: Some(Arc::new(err)),
+        cause: Some(ErrorSource::new(err)),
     }
 }
 
