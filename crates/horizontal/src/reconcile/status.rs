@@ -56,11 +56,12 @@ impl StatusWriter {
         if !self.consistency {
             return Ok(());
         }
-        let Some(written) = self.written.get(key).map(|w| w.value().clone()) else {
+        let uid = hpa.metadata.uid.as_deref().unwrap_or_default();
+        // Read under the map's guard, which must be dropped before a removal.
+        let Some((same_object, written)) = self.written.get(key).map(|w| (w.0 == uid, w.1)) else {
             return Ok(());
         };
-        let uid = hpa.metadata.uid.clone().unwrap_or_default();
-        if uid != written.0 {
+        if !same_object {
             // Another object of the same name: our write was to its predecessor.
             self.written.remove(key);
             return Ok(());
@@ -71,9 +72,8 @@ impl StatusWriter {
             .as_deref()
             .and_then(|rv| rv.parse::<u64>().ok());
         match seen {
-            Some(seen) if seen < written.1 => Err(ReconcileError::internal(format!(
-                "HPA {key} is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion {}, cached {seen})",
-                written.1
+            Some(seen) if seen < written => Err(ReconcileError::internal(format!(
+                "HPA {key} is not ready for reconciliation: the informer has not yet observed this controller's status write (resourceVersion {written}, cached {seen})"
             ))),
             _ => Ok(()),
         }
@@ -114,5 +114,74 @@ impl StatusWriter {
                 Err(ReconcileError::wrapping(ErrorKind::Internal, error, e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    /// A writer that remembers writes; its client is never called.
+    fn writer() -> StatusWriter {
+        let service = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, _>(std::io::Error::other("not called"))
+        });
+        StatusWriter::new(kube::Client::new(service, "default"), true)
+    }
+
+    fn cached(uid: &str, resource_version: &str) -> HorizontalPodAutoscaler {
+        HorizontalPodAutoscaler {
+            metadata: ObjectMeta {
+                uid: Some(uid.into()),
+                resource_version: Some(resource_version.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The check defers while the cache is older than the write, and forgets a write made to
+    /// a predecessor of the same name (another uid) instead of deferring.
+    #[tokio::test]
+    async fn a_write_is_awaited_only_for_the_object_it_went_to() {
+        let w = writer();
+        w.remember_write("ns/web", "uid-1".into(), 7);
+        assert!(
+            w.ensure_observed_own_write("ns/web", &cached("uid-1", "6"))
+                .is_err()
+        );
+        assert!(
+            w.ensure_observed_own_write("ns/web", &cached("uid-1", "7"))
+                .is_ok()
+        );
+        // A resourceVersion that is not a number never defers.
+        assert!(
+            w.ensure_observed_own_write("ns/web", &cached("uid-1", "x"))
+                .is_ok()
+        );
+        // A new object of the same name: the old write is forgotten, even once the old uid is
+        // seen again.
+        assert!(
+            w.ensure_observed_own_write("ns/web", &cached("uid-2", "3"))
+                .is_ok()
+        );
+        assert!(
+            w.ensure_observed_own_write("ns/web", &cached("uid-1", "6"))
+                .is_ok()
+        );
+        // Without the gate nothing is checked.
+        let off = StatusWriter {
+            consistency: false,
+            ..writer()
+        };
+        off.remember_write("ns/web", "uid-1".into(), 7);
+        assert!(
+            off.ensure_observed_own_write("ns/web", &cached("uid-1", "6"))
+                .is_ok()
+        );
     }
 }
