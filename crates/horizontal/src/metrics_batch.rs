@@ -159,15 +159,15 @@ type Usage = Box<[(Arc<str>, Quantity)]>;
 /// One shared copy of the strings a namespace's PodMetrics repeat (windows, container and
 /// resource names).
 #[derive(Default)]
-struct Interner(HashMap<String, Arc<str>>);
+struct Interner(HashSet<Arc<str>>);
 
 impl Interner {
     fn intern(&mut self, s: String) -> Arc<str> {
-        if let Some(shared) = self.0.get(&s) {
+        if let Some(shared) = self.0.get(s.as_str()) {
             return shared.clone();
         }
-        let shared: Arc<str> = s.as_str().into();
-        self.0.insert(s, shared.clone());
+        let shared: Arc<str> = s.into();
+        self.0.insert(shared.clone());
         shared
     }
 }
