@@ -752,10 +752,14 @@ fn decode_latest(block: &[u8]) -> Option<DecisionTrace> {
     serde_json::from_slice(last).ok()
 }
 
-/// `block`'s lines with `line` appended and the oldest dropped beyond [`TRACES_PER_HPA`],
-/// deflated again.
-fn append(block: Option<&[u8]>, line: &[u8]) -> Box<[u8]> {
-    let mut lines = block.map(inflate_lines).unwrap_or_default();
+/// `block`'s lines (none when it is empty: a new HPA) with `line` appended and the oldest
+/// dropped beyond [`TRACES_PER_HPA`], deflated again.
+fn append(block: &[u8], line: &[u8]) -> Box<[u8]> {
+    let mut lines = if block.is_empty() {
+        Vec::new()
+    } else {
+        inflate_lines(block)
+    };
     let kept = lines.iter().filter(|b| **b == b'\n').count();
     if kept >= TRACES_PER_HPA {
         // Drop the oldest lines so that TRACES_PER_HPA - 1 remain before the new one.
@@ -791,11 +795,7 @@ impl TraceStore {
             }
         };
         let mut entry = self.traces.entry(trace.hpa).or_default();
-        let block = append(
-            Some(&entry).filter(|b| !b.is_empty()).map(|b| &b[..]),
-            &line,
-        );
-        *entry = block;
+        *entry = append(&entry, &line);
     }
 
     /// The traces of `key` (`namespace/name`), oldest first.
