@@ -31,7 +31,6 @@ mod calculator;
 #[cfg(test)]
 mod calculator_tests;
 mod error;
-mod goconv;
 mod group_pods;
 mod pod_lister;
 mod replicas;

@@ -6,18 +6,19 @@
 //! Everything here takes values (pods, samples, tolerances, `now`) and never performs I/O; the
 //! async shell in [`crate::calculator`] fetches and delegates here. Integer arithmetic follows
 //! Go: wrapping `int64`, truncating division, and float-to-int conversions as documented in
-//! `goconv`.
+//! `hpa_decision::goconv`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_decision::calculation::CalculationDetail;
+use hpa_decision::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::error::CalculatorError;
-use crate::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
+
 use crate::group_pods::{
     GO_ZERO_TIME, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
 };
