@@ -24,7 +24,7 @@ use crate::error::CalculatorError;
 use crate::pod_lister::PodLister;
 use crate::replicas::{self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal};
 use crate::target::MetricTarget;
-use crate::tolerances::Tolerances;
+use hpa_decision::tolerance::Tolerances;
 
 /// The outcome of every calculation: the proposal and what the HPA status reports.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,8 +23,8 @@ use crate::group_pods::{
     GO_ZERO_TIME, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
 };
 use crate::requests::calculate_requests;
-use crate::tolerances::Tolerances;
 use crate::{PodMetric, PodMetricsInfo, get_metric_usage_ratio, get_resource_utilization_ratio};
+use hpa_decision::tolerance::Tolerances;
 
 /// The configuration of a calculator that is not per-HPA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
