@@ -6,7 +6,7 @@
 //! selector failures of `validateAndParseSelector`, and the rescale / `setStatus` tail. The
 //! I/O (scale GET and PUT, metric fetching, status PUT) stays with the caller:
 //!
-//! 1. after the scale GET, [`Branch::classify`] tells whether metrics are needed;
+//! 1. after the scale GET, [`Branch::for_hpa`] tells whether metrics are needed;
 //! 2. the caller computes each metric ([`MetricResult`]) and aggregates them with
 //!    [`MetricsOutcome::from_results`] (or reports a selector failure);
 //! 3. [`decide`] normalizes and records everything in a [`Decision`];
