@@ -298,7 +298,7 @@ impl MetricsOutcome {
         let mut metric_name = String::new();
         let mut timestamp = None;
         let mut invalid = 0usize;
-        let mut first: Option<(HpaCondition, MetricFailure)> = None;
+        let mut first: Option<MetricFailure> = None;
         let mut events = Vec::new();
         let mut statuses = Vec::with_capacity(total);
         let mut per_metric = Vec::with_capacity(total);
@@ -318,20 +318,14 @@ impl MetricsOutcome {
                         err: f.condition_error.clone(),
                     });
                     if first.is_none() {
-                        first = Some((
-                            HpaCondition::FailedComputeMetric {
-                                reason: f.reason,
-                                err: f.condition_error.clone(),
-                            },
-                            f,
-                        ));
+                        first = Some(f);
                     }
                     invalid += 1;
                 }
             }
             statuses.push(r.status);
         }
-        let error = first.as_ref().map(|(_, e)| {
+        let error = first.as_ref().map(|e| {
             sprintf(
                 "invalid metrics (%v invalid out of %v), first error is: %v",
                 &[
@@ -341,7 +335,7 @@ impl MetricsOutcome {
                 ],
             )
         });
-        let error_source = first.as_ref().map(|(_, f)| ErrorSource::new(f.clone()));
+        let error_source = first.as_ref().map(|f| ErrorSource::new(f.clone()));
         if invalid >= total || (invalid > 0 && replicas < spec_replicas) {
             return MetricsOutcome {
                 replicas: -1,
@@ -350,7 +344,12 @@ impl MetricsOutcome {
                 statuses: Some(statuses),
                 error,
                 error_source,
-                condition: Some(first.map_or(HpaCondition::Empty, |(c, _)| c)),
+                condition: Some(first.map_or(HpaCondition::Empty, |f| {
+                    HpaCondition::FailedComputeMetric {
+                        reason: f.reason,
+                        err: f.condition_error,
+                    }
+                })),
                 events,
                 invalid_metrics: invalid,
                 per_metric,
