@@ -830,11 +830,8 @@ impl Decision {
     ) -> Outcome {
         let now = self.now;
         let mut status = previous.clone();
-        {
-            let conditions = status.conditions.get_or_insert_with(Vec::new);
-            for c in &self.conditions {
-                set_condition_observed(conditions, c, now, self.observed_generation);
-            }
+        for c in &self.conditions {
+            self.set_condition(&mut status, c);
         }
         let mut events = self.events.clone();
         let metric_statuses = self.metrics.as_ref().and_then(|m| m.statuses.clone());
@@ -867,20 +864,13 @@ impl Decision {
                     } else {
                         HpaCondition::NotScaledToZero
                     };
-                    set_condition_observed(
-                        status.conditions.get_or_insert_with(Vec::new),
-                        &c,
-                        now,
-                        self.observed_generation,
-                    );
+                    self.set_condition(&mut status, &c);
                 }
-                set_condition_observed(
-                    status.conditions.get_or_insert_with(Vec::new),
+                self.set_condition(
+                    &mut status,
                     &HpaCondition::SucceededRescale {
                         replicas: self.desired_replicas,
                     },
-                    now,
-                    self.observed_generation,
                 );
                 events.push(HpaEvent::SuccessfulRescale {
                     new_size: self.desired_replicas,
@@ -908,11 +898,9 @@ impl Decision {
                     reason: self.rescale_reason.clone(),
                     err: err.clone(),
                 });
-                set_condition_observed(
-                    status.conditions.get_or_insert_with(Vec::new),
+                self.set_condition(
+                    &mut status,
                     &HpaCondition::FailedUpdateScale { err: err.clone() },
-                    now,
-                    self.observed_generation,
                 );
                 set_current_replicas_and_metrics_in_status(
                     &mut status,
@@ -943,6 +931,17 @@ impl Decision {
         );
         let error = self.metrics.as_ref().and_then(|m| m.error.clone());
         self.outcome(previous, status, events, vec![], error, action)
+    }
+
+    /// `setCondition` on `status` at this decision's time, with the HPA's generation when
+    /// 1.37's `HPAGeneration` asks for it.
+    fn set_condition(&self, status: &mut HorizontalPodAutoscalerStatus, condition: &HpaCondition) {
+        set_condition_observed(
+            status.conditions.get_or_insert_with(Vec::new),
+            condition,
+            self.now,
+            self.observed_generation,
+        );
     }
 
     fn outcome(
