@@ -22,7 +22,8 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition_observed,
+    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message,
+    set_condition_observed,
 };
 use crate::error_source::ErrorSource;
 use crate::events::HpaEvent;
@@ -120,7 +121,7 @@ pub fn scaled_to_zero_condition(hpa: &HorizontalPodAutoscaler) -> bool {
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default()
         .iter()
-        .find(|c| c.type_ == "ScaledToZero")
+        .find(|c| c.type_ == ConditionType::ScaledToZero.as_str())
         .is_some_and(|c| c.status == "True")
 }
 
