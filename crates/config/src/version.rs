@@ -89,32 +89,32 @@ impl KubeVersion {
     /// The `--emulated-version` values (a pflag string slice: `1.36`, `kube=1.36`), as
     /// component-base's `Set` reads them: `None` when none is given.
     pub fn from_flag(values: &[String]) -> Result<Option<KubeVersion>, VersionError> {
-        let mut found: Option<(u64, u64, String)> = None;
+        let mut found: Option<(u64, u64)> = None;
         for item in values {
             let (component, text) = match item.split_once('=') {
-                Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
-                None => ("kube".to_owned(), item.clone()),
+                Some((k, v)) => (k.trim(), v.trim()),
+                None => ("kube", item.as_str()),
             };
-            let (major, minor, patch) = parse_go_version(&text)?;
+            let (major, minor, patch) = parse_go_version(text)?;
             if patch != 0 {
                 return Err(VersionError::Patch {
-                    component,
+                    component: component.to_owned(),
                     version: format!("{major}.{minor}.{patch}"),
                 });
             }
             if component != "kube" {
-                return Err(VersionError::UnknownComponent(component));
+                return Err(VersionError::UnknownComponent(component.to_owned()));
             }
-            if let Some((m, n, _)) = &found {
+            if let Some((m, n)) = found {
                 return Err(VersionError::Duplicate {
-                    component,
+                    component: component.to_owned(),
                     first: format!("{m}.{n}"),
                     second: format!("{major}.{minor}"),
                 });
             }
-            found = Some((major, minor, text));
+            found = Some((major, minor));
         }
-        let Some((major, minor, _)) = found else {
+        let Some((major, minor)) = found else {
             return Ok(None);
         };
         match (major, KubeVersion::from_minor(minor)) {

@@ -11,6 +11,7 @@ use k8s_openapi::api::autoscaling::v2::{HPAScalingRules, HorizontalPodAutoscaler
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::conditions::LimitReason;
+use crate::goconv::f64_to_i32;
 use crate::scale_events::{TimestampedScaleEvent, replicas_change_per_period};
 
 /// `selectPolicy`.
@@ -205,17 +206,7 @@ impl EffectiveBehavior {
 
 /// Go `int32(d.Seconds())`: float seconds truncated toward zero.
 fn go_duration_seconds_to_i32(d: SignedDuration) -> i32 {
-    go_f64_to_i32(d.as_secs_f64())
-}
-
-/// Go `int32(f)` as compiled for amd64: truncation toward zero; NaN and out-of-range
-/// values give `math.MinInt32` (the CPU's "integer indefinite").
-pub(crate) fn go_f64_to_i32(f: f64) -> i32 {
-    if f.is_nan() || f <= -2_147_483_649.0 || f >= 2_147_483_648.0 {
-        i32::MIN
-    } else {
-        f as i32
-    }
+    f64_to_i32(d.as_secs_f64())
 }
 
 fn period_start(
@@ -282,7 +273,7 @@ pub fn scale_up_limit_with_policies(
         combine,
         |start, policy| match policy.type_ {
             PolicyType::Pods => Some(start.wrapping_add(policy.value)),
-            PolicyType::Percent => Some(go_f64_to_i32(
+            PolicyType::Percent => Some(f64_to_i32(
                 (f64::from(start) * (1.0 + f64::from(policy.value) / 100.0)).ceil(),
             )),
             PolicyType::Other(_) => None,
@@ -366,7 +357,7 @@ pub fn scale_down_limit_with_policies(
         combine,
         |start, policy| match policy.type_ {
             PolicyType::Pods => Some(start.wrapping_sub(policy.value)),
-            PolicyType::Percent => Some(go_f64_to_i32(
+            PolicyType::Percent => Some(f64_to_i32(
                 f64::from(start) * (1.0 - f64::from(policy.value) / 100.0),
             )),
             PolicyType::Other(_) => None,

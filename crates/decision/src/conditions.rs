@@ -383,15 +383,16 @@ pub fn ambiguous_selector_message(selector: &str, hpas: &[String]) -> String {
 
 /// Upstream `setConditionInList`: find the condition of `type_` (append it with only its
 /// type when absent, so first-set order is kept), stamp `lastTransitionTime = now` only
-/// when the status changes, then overwrite status, reason and message.
-pub fn set_condition_in_list(
-    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
+/// when the status changes, then overwrite status, reason and message. Returns the
+/// condition set.
+pub fn set_condition_in_list<'a>(
+    conditions: &'a mut Vec<HorizontalPodAutoscalerCondition>,
     type_: &str,
     status: &str,
     reason: &str,
     message: String,
     now: Timestamp,
-) {
+) -> &'a mut HorizontalPodAutoscalerCondition {
     let idx = match conditions.iter().position(|c| c.type_ == type_) {
         Some(i) => i,
         None => {
@@ -409,6 +410,7 @@ pub fn set_condition_in_list(
     existing.status = status.to_owned();
     existing.reason = Some(reason.to_owned());
     existing.message = Some(message);
+    existing
 }
 
 /// [`set_condition`] as 1.37 does it with `HPAGeneration` (kubernetes#138653): the condition
@@ -420,22 +422,18 @@ pub fn set_condition_observed(
     now: Timestamp,
     observed_generation: Option<i64>,
 ) {
-    set_condition(conditions, condition, now);
-    if let Some(generation) = observed_generation
-        && let Some(c) = conditions
-            .iter_mut()
-            .find(|c| c.type_ == condition.type_str())
-    {
-        c.observed_generation = Some(generation);
+    let set = set_condition(conditions, condition, now);
+    if let Some(generation) = observed_generation {
+        set.observed_generation = Some(generation);
     }
 }
 
-/// Upstream `setCondition` for one catalogue entry.
-pub fn set_condition(
-    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
+/// Upstream `setCondition` for one catalogue entry; returns the condition set.
+pub fn set_condition<'a>(
+    conditions: &'a mut Vec<HorizontalPodAutoscalerCondition>,
     condition: &HpaCondition,
     now: Timestamp,
-) {
+) -> &'a mut HorizontalPodAutoscalerCondition {
     set_condition_in_list(
         conditions,
         condition.type_str(),
@@ -443,7 +441,7 @@ pub fn set_condition(
         condition.reason(),
         condition.message(),
         now,
-    );
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! selector failures of `validateAndParseSelector`, and the rescale / `setStatus` tail. The
 //! I/O (scale GET and PUT, metric fetching, status PUT) stays with the caller:
 //!
-//! 1. after the scale GET, [`Branch::classify`] tells whether metrics are needed;
+//! 1. after the scale GET, [`Branch::for_hpa`] tells whether metrics are needed;
 //! 2. the caller computes each metric ([`MetricResult`]) and aggregates them with
 //!    [`MetricsOutcome::from_results`] (or reports a selector failure);
 //! 3. [`decide`] normalizes and records everything in a [`Decision`];
@@ -22,7 +22,8 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    HpaCondition, MetricFailureReason, invalid_selector_message, set_condition_observed,
+    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message,
+    set_condition_observed,
 };
 use crate::error_source::ErrorSource;
 use crate::events::HpaEvent;
@@ -120,7 +121,7 @@ pub fn scaled_to_zero_condition(hpa: &HorizontalPodAutoscaler) -> bool {
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default()
         .iter()
-        .find(|c| c.type_ == "ScaledToZero")
+        .find(|c| c.type_ == ConditionType::ScaledToZero.as_str())
         .is_some_and(|c| c.status == "True")
 }
 
@@ -298,7 +299,7 @@ impl MetricsOutcome {
         let mut metric_name = String::new();
         let mut timestamp = None;
         let mut invalid = 0usize;
-        let mut first: Option<(HpaCondition, MetricFailure)> = None;
+        let mut first: Option<MetricFailure> = None;
         let mut events = Vec::new();
         let mut statuses = Vec::with_capacity(total);
         let mut per_metric = Vec::with_capacity(total);
@@ -318,20 +319,14 @@ impl MetricsOutcome {
                         err: f.condition_error.clone(),
                     });
                     if first.is_none() {
-                        first = Some((
-                            HpaCondition::FailedComputeMetric {
-                                reason: f.reason,
-                                err: f.condition_error.clone(),
-                            },
-                            f,
-                        ));
+                        first = Some(f);
                     }
                     invalid += 1;
                 }
             }
             statuses.push(r.status);
         }
-        let error = first.as_ref().map(|(_, e)| {
+        let error = first.as_ref().map(|e| {
             sprintf(
                 "invalid metrics (%v invalid out of %v), first error is: %v",
                 &[
@@ -341,7 +336,7 @@ impl MetricsOutcome {
                 ],
             )
         });
-        let error_source = first.as_ref().map(|(_, f)| ErrorSource::new(f.clone()));
+        let error_source = first.as_ref().map(|f| ErrorSource::new(f.clone()));
         if invalid >= total || (invalid > 0 && replicas < spec_replicas) {
             return MetricsOutcome {
                 replicas: -1,
@@ -350,7 +345,12 @@ impl MetricsOutcome {
                 statuses: Some(statuses),
                 error,
                 error_source,
-                condition: Some(first.map_or(HpaCondition::Empty, |(c, _)| c)),
+                condition: Some(first.map_or(HpaCondition::Empty, |f| {
+                    HpaCondition::FailedComputeMetric {
+                        reason: f.reason,
+                        err: f.condition_error,
+                    }
+                })),
                 events,
                 invalid_metrics: invalid,
                 per_metric,
@@ -831,11 +831,8 @@ impl Decision {
     ) -> Outcome {
         let now = self.now;
         let mut status = previous.clone();
-        {
-            let conditions = status.conditions.get_or_insert_with(Vec::new);
-            for c in &self.conditions {
-                set_condition_observed(conditions, c, now, self.observed_generation);
-            }
+        for c in &self.conditions {
+            self.set_condition(&mut status, c);
         }
         let mut events = self.events.clone();
         let metric_statuses = self.metrics.as_ref().and_then(|m| m.statuses.clone());
@@ -868,20 +865,13 @@ impl Decision {
                     } else {
                         HpaCondition::NotScaledToZero
                     };
-                    set_condition_observed(
-                        status.conditions.get_or_insert_with(Vec::new),
-                        &c,
-                        now,
-                        self.observed_generation,
-                    );
+                    self.set_condition(&mut status, &c);
                 }
-                set_condition_observed(
-                    status.conditions.get_or_insert_with(Vec::new),
+                self.set_condition(
+                    &mut status,
                     &HpaCondition::SucceededRescale {
                         replicas: self.desired_replicas,
                     },
-                    now,
-                    self.observed_generation,
                 );
                 events.push(HpaEvent::SuccessfulRescale {
                     new_size: self.desired_replicas,
@@ -909,11 +899,9 @@ impl Decision {
                     reason: self.rescale_reason.clone(),
                     err: err.clone(),
                 });
-                set_condition_observed(
-                    status.conditions.get_or_insert_with(Vec::new),
+                self.set_condition(
+                    &mut status,
                     &HpaCondition::FailedUpdateScale { err: err.clone() },
-                    now,
-                    self.observed_generation,
                 );
                 set_current_replicas_and_metrics_in_status(
                     &mut status,
@@ -944,6 +932,17 @@ impl Decision {
         );
         let error = self.metrics.as_ref().and_then(|m| m.error.clone());
         self.outcome(previous, status, events, vec![], error, action)
+    }
+
+    /// `setCondition` on `status` at this decision's time, with the HPA's generation when
+    /// 1.37's `HPAGeneration` asks for it.
+    fn set_condition(&self, status: &mut HorizontalPodAutoscalerStatus, condition: &HpaCondition) {
+        set_condition_observed(
+            status.conditions.get_or_insert_with(Vec::new),
+            condition,
+            self.now,
+            self.observed_generation,
+        );
     }
 
     fn outcome(

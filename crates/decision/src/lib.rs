@@ -9,8 +9,8 @@
 //! ([`HpaState`], its scale events [`TimestampedScaleEvent`]s); conditions, events and status
 //! ([`conditions`], [`events`], [`status`]), what the replica calculation recorded
 //! ([`calculation`]), per-HPA tolerances ([`tolerance`]), the metrics' `action`/`error`
-//! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]) and Go
-//! `fmt` emulation ([`gofmt`]). The types other crates use most are re-exported here.
+//! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]), Go
+//! `fmt` emulation ([`gofmt`]) and Go's float-to-integer conversions ([`goconv`]). The types other crates use most are re-exported here.
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
@@ -21,6 +21,7 @@ pub mod conditions;
 pub mod decision;
 pub mod error_source;
 pub mod events;
+pub mod goconv;
 pub mod gofmt;
 pub mod labels;
 mod normalize;
@@ -41,4 +42,4 @@ pub use labels::{ActionLabel, ErrorKind, ErrorLabel};
 pub use normalize::Normalization;
 pub use scale_events::TimestampedScaleEvent;
 pub use state::HpaState;
-pub use tolerance::HpaTolerances;
+pub use tolerance::{HpaTolerances, Tolerances};

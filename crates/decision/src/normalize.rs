@@ -75,7 +75,7 @@ impl Normalization {
 
 /// Upstream `calculateScaleUpLimit`: `int32(max(2 * current, 4))`.
 pub fn calculate_scale_up_limit(current: i32) -> i32 {
-    crate::behavior::go_f64_to_i32(
+    crate::goconv::f64_to_i32(
         (SCALE_UP_LIMIT_FACTOR * f64::from(current)).max(SCALE_UP_LIMIT_MINIMUM),
     )
 }

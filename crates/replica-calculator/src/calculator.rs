@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use hpa_decision::gofmt::{SelectorStyle, label_selector_plus_v};
 use hpa_metrics::{MetricsClient, Selector};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
@@ -21,11 +22,9 @@ use crate::CalculationDetail;
 use crate::PodMetricsInfo;
 use crate::error::CalculatorError;
 use crate::pod_lister::PodLister;
-use crate::replicas::{
-    self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal, go_label_selector_string,
-};
+use crate::replicas::{self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal};
 use crate::target::MetricTarget;
-use crate::tolerances::Tolerances;
+use hpa_decision::tolerance::Tolerances;
 
 /// The outcome of every calculation: the proposal and what the HPA status reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -410,7 +409,7 @@ impl ReplicaCalculator {
             .map_err(|source| CalculatorError::ExternalMetric {
                 namespace: query.namespace.to_owned(),
                 metric_name: metric.metric_name.to_owned(),
-                selector: go_label_selector_string(metric.metric_selector),
+                selector: label_selector_plus_v(metric.metric_selector, SelectorStyle::GoGoString),
                 source: Box::new(source),
             })
     }

@@ -16,11 +16,11 @@ use crate::calculator::{
 };
 use crate::pod_lister::{MockPodLister, PodListError};
 use crate::target::MetricTarget;
-use crate::tolerances::Tolerances;
 use crate::upstream_tests::{
     MetricCase, MetricType, ResourceCase, TEST_NAMESPACE, assert_no_failures, metric_cases, now,
     resource_cases, resource_mismatch, run_metric_pure, run_resource_pure, test_config,
 };
+use hpa_decision::tolerance::Tolerances;
 
 /// The timestamp the mocked metrics client reports (upstream's fakes use the zero time; a
 /// distinct value shows which methods pass it through).

@@ -62,7 +62,8 @@ pub enum CalculatorError {
         source: Box<MetricsError>,
     },
     /// The external metrics API failed. `selector` is the Go `%+v` rendering of the
-    /// `*metav1.LabelSelector` (upstream `%+v`, as `go_label_selector_string` renders it).
+    /// `*metav1.LabelSelector` (upstream `%+v`, the gogo-protobuf `String()`:
+    /// `hpa_decision::gofmt::label_selector_plus_v` with `SelectorStyle::GoGoString`).
     #[error("unable to get external metric {namespace}/{metric_name}/{selector}: {source}")]
     ExternalMetric {
         /// The HPA's namespace.

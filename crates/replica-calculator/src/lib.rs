@@ -20,7 +20,9 @@
 //!
 //! Modules: `group_pods`, `requests`, `replicas` (the pure arithmetic for every metric type,
 //! with upstream's conversions, fill-ins, direction checks, tolerances and overflow clamps),
-//! `tolerances`, `error`, `target`, `pod_lister` and `calculator` (the shell).
+//! `error`, `target`, `pod_lister` and `calculator` (the shell). [`Tolerances`] and Go's
+//! float-to-integer conversions come from `hpa-decision` (`tolerance`, `goconv`), which the
+//! decision shares.
 //!
 //! Numeric fidelity: `int64` arithmetic wraps as in Go, divisions truncate, and where upstream
 //! converts an out-of-range float (NaN, ±Inf, beyond the integer range) without a guard, the
@@ -31,24 +33,22 @@ mod calculator;
 #[cfg(test)]
 mod calculator_tests;
 mod error;
-mod goconv;
 mod group_pods;
 mod pod_lister;
 mod replicas;
 mod requests;
 mod target;
-mod tolerances;
 #[cfg(test)]
 mod upstream_tests;
 
 pub use error::CalculatorError;
 pub use group_pods::{GO_ZERO_TIME, ReadinessConfig, WHY_NO_SAMPLE, group_pods};
 pub use hpa_decision::calculation::{CalculationDetail, PodGroups};
+pub use hpa_decision::tolerance::Tolerances;
 pub use replicas::{
     CalculatorConfig, PodSample, ResourceTarget, UtilizationProposal, resource_replicas,
 };
 pub use requests::{calculate_pod_requests_from_containers, pod_requests};
-pub use tolerances::Tolerances;
 
 pub use calculator::{
     ExternalMetric, MetricReplicas, ObjectMetric, PodsMetric, ReplicaCalculator, ReplicaQuery,

@@ -6,25 +6,25 @@
 //! Everything here takes values (pods, samples, tolerances, `now`) and never performs I/O; the
 //! async shell in [`crate::calculator`] fetches and delegates here. Integer arithmetic follows
 //! Go: wrapping `int64`, truncating division, and float-to-int conversions as documented in
-//! `goconv`.
+//! `hpa_decision::goconv`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_decision::calculation::CalculationDetail;
+use hpa_decision::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::error::CalculatorError;
-use crate::goconv::{ceil_to_i32, f64_to_i32, f64_to_i64};
+
 use crate::group_pods::{
     GO_ZERO_TIME, ReadinessConfig, group_pods, is_pod_ready, remove_metrics_for_pods,
 };
 use crate::requests::calculate_requests;
-use crate::tolerances::Tolerances;
 use crate::{PodMetric, PodMetricsInfo, get_metric_usage_ratio, get_resource_utilization_ratio};
+use hpa_decision::tolerance::Tolerances;
 
 /// The configuration of a calculator that is not per-HPA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -484,36 +484,11 @@ pub fn external_per_pod_metric_replicas(
     }
 }
 
-/// Go's `%+v` of a `*metav1.LabelSelector` as used in upstream's external-metric error: the
-/// gogo-protobuf `String()`, e.g.
-/// `&LabelSelector{MatchLabels:map[string]string{label: value,},MatchExpressions:[]LabelSelectorRequirement{},}`;
-/// `nil` for no selector.
-pub fn go_label_selector_string(selector: Option<&LabelSelector>) -> String {
-    let Some(selector) = selector else {
-        return "nil".to_owned();
-    };
-    let mut labels = String::from("map[string]string{");
-    // BTreeMap iterates in sorted key order, as the generated code sorts keys.
-    for (k, v) in selector.match_labels.iter().flatten() {
-        labels.push_str(&format!("{k}: {v},"));
-    }
-    labels.push('}');
-    let mut expressions = String::from("[]LabelSelectorRequirement{");
-    for r in selector.match_expressions.iter().flatten() {
-        let values = r.values.as_deref().unwrap_or_default().join(" ");
-        expressions.push_str(&format!(
-            "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
-            r.key, r.operator, values
-        ));
-    }
-    expressions.push('}');
-    format!("&LabelSelector{{MatchLabels:{labels},MatchExpressions:{expressions},}}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    use hpa_decision::gofmt::{SelectorStyle, label_selector_plus_v};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     use std::collections::BTreeMap;
 
     #[test]
@@ -579,6 +554,9 @@ mod tests {
 
     #[test]
     fn label_selector_renders_like_go() {
+        // The external-metric error's `%+v` of the selector: the gogo-protobuf `String()`.
+        let go_label_selector_string =
+            |s: Option<&LabelSelector>| label_selector_plus_v(s, SelectorStyle::GoGoString);
         assert_eq!(go_label_selector_string(None), "nil");
         let selector = LabelSelector {
             match_labels: Some(BTreeMap::from([

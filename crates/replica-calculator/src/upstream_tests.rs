@@ -30,8 +30,8 @@ use crate::replicas::{
     plain_metric_replicas, ready_pods_count, resource_replicas,
 };
 use crate::requests::{calculate_pod_requests_from_containers, calculate_requests};
-use crate::tolerances::Tolerances;
 use crate::{CalculatorError, PodMetric, PodMetricsInfo};
+use hpa_decision::tolerance::Tolerances;
 
 pub(crate) const TEST_NAMESPACE: &str = "test-namespace";
 pub(crate) const POD_NAME_PREFIX: &str = "test-pod";

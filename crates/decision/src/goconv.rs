@@ -1,4 +1,5 @@
-//! Go numeric conversions used by upstream `replica_calculator.go`, made explicit.
+//! Go numeric conversions used by upstream `replica_calculator.go` and `horizontal.go`
+//! (`calculateScaleUpLimit`, the behavior rate limits), made explicit.
 //!
 //! Go's `int32(f)` / `int64(f)` for a float64 that is NaN, ±Inf or out of range is
 //! implementation-defined. Upstream only guards some sites (the `math.MaxInt32` clamps); at the
@@ -8,7 +9,7 @@
 //! `as`.
 
 /// Go `int32(f)` on amd64: truncation toward zero; NaN and out-of-range values give `i32::MIN`.
-pub(crate) fn f64_to_i32(f: f64) -> i32 {
+pub fn f64_to_i32(f: f64) -> i32 {
     // The valid domain is (-2^31 - 1, 2^31) before truncation.
     if f > -2_147_483_649.0 && f < 2_147_483_648.0 {
         f as i32
@@ -18,7 +19,7 @@ pub(crate) fn f64_to_i32(f: f64) -> i32 {
 }
 
 /// Go `int64(f)` on amd64: truncation toward zero; NaN and out-of-range values give `i64::MIN`.
-pub(crate) fn f64_to_i64(f: f64) -> i64 {
+pub fn f64_to_i64(f: f64) -> i64 {
     // 2^63 is exactly representable; every float64 below it (and >= -2^63) converts.
     if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
         f as i64
@@ -28,7 +29,7 @@ pub(crate) fn f64_to_i64(f: f64) -> i64 {
 }
 
 /// Go `int32(math.Ceil(f))`.
-pub(crate) fn ceil_to_i32(f: f64) -> i32 {
+pub fn ceil_to_i32(f: f64) -> i32 {
     f64_to_i32(f.ceil())
 }
 
