@@ -20,15 +20,13 @@ use std::time::Duration;
 
 use hpa_config::KubeVersion;
 use hpa_decision::labels::{ActionLabel, ErrorLabel};
+use hpa_workqueue::Stability;
 use prometheus::{
     CounterVec, Gauge, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry, exponential_buckets,
 };
 
 /// The metrics subsystem.
 pub const SUBSYSTEM: &str = "horizontal_pod_autoscaler_controller";
-
-const ALPHA: &str = "[ALPHA] ";
-const BETA: &str = "[BETA] ";
 
 const RECONCILIATIONS_HELP: &str = "Number of reconciliations of HPA controller. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
 const RECONCILIATION_DURATION_HELP: &str = "The time(seconds) that the HPA controller takes to reconcile once. The label 'action' should be either 'scale_down', 'scale_up', or 'none'. Also, the label 'error' should be either 'spec', 'internal', or 'none'. Note that if both spec and internal errors happen during a reconciliation, the first one to occur is reported in `error` label.";
@@ -49,17 +47,23 @@ pub struct Monitor {
 }
 
 fn opts(name: &str, help: &str) -> Opts {
-    opts_at(ALPHA, name, help)
+    opts_at(Stability::Alpha, name, help)
 }
 
-fn opts_at(stability: &str, name: &str, help: &str) -> Opts {
-    Opts::new(name, format!("{stability}{help}")).subsystem(SUBSYSTEM)
+fn opts_at(stability: Stability, name: &str, help: &str) -> Opts {
+    Opts::new(name, format!("{}{help}", stability.prefix())).subsystem(SUBSYSTEM)
 }
 
-fn hist_opts(stability: &str, name: &str, help: &str) -> Result<HistogramOpts, prometheus::Error> {
-    Ok(HistogramOpts::new(name, format!("{stability}{help}"))
-        .subsystem(SUBSYSTEM)
-        .buckets(exponential_buckets(0.001, 2.0, 15)?))
+fn hist_opts(
+    stability: Stability,
+    name: &str,
+    help: &str,
+) -> Result<HistogramOpts, prometheus::Error> {
+    Ok(
+        HistogramOpts::new(name, format!("{}{help}", stability.prefix()))
+            .subsystem(SUBSYSTEM)
+            .buckets(exponential_buckets(0.001, 2.0, 15)?),
+    )
 }
 
 impl Monitor {
@@ -77,9 +81,9 @@ impl Monitor {
         version: KubeVersion,
     ) -> Result<Self, prometheus::Error> {
         let promoted = if version.at_least(KubeVersion::V1_36) {
-            BETA
+            Stability::Beta
         } else {
-            ALPHA
+            Stability::Alpha
         };
         let m = Monitor {
             reconciliations_total: CounterVec::new(

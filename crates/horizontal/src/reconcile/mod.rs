@@ -178,11 +178,10 @@ impl Reconciler {
                 .gates
                 .enabled(hpa_config::Feature::HpaConfigurableTolerance),
         )
-        .unwrap_or(hpa_decision::tolerance::HpaTolerances {
-            scale_down: self.config.hpa.tolerance,
-            scale_up: self.config.hpa.tolerance,
-        });
-        let calc_tolerances = Tolerances::new(tolerances.scale_down, tolerances.scale_up);
+        .unwrap_or(Tolerances::new(
+            self.config.hpa.tolerance,
+            self.config.hpa.tolerance,
+        ));
 
         if self.config.shadow {
             self.observe_target_change(key, &hpa, current, now);
@@ -197,7 +196,7 @@ impl Reconciler {
                     current,
                     status_replicas,
                     &selector_str,
-                    calc_tolerances,
+                    tolerances,
                     now,
                 )
                 .await,
