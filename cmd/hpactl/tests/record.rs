@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../../../hack/tests/sibling_binary.rs"]
+mod sibling_binary;
+use sibling_binary::sibling_binary;
+
 const SERVED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/record/moving-load.yaml"
@@ -70,40 +74,9 @@ fn hpactl() -> &'static str {
     env!("CARGO_BIN_EXE_hpactl")
 }
 
-/// `kube-hpa-controller`, next to `hpactl` when the workspace was built; built with Cargo
-/// (into the same directory) when only this package was.
+/// `kube-hpa-controller`, next to `hpactl` ([`sibling_binary`]).
 fn controller_binary() -> PathBuf {
-    let bin_dir = Path::new(hpactl()).parent().unwrap();
-    let path = bin_dir.join(format!(
-        "kube-hpa-controller{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    if path.exists() {
-        return path;
-    }
-    let profile = match bin_dir.file_name().unwrap().to_str().unwrap() {
-        "debug" => "dev",
-        other => other,
-    };
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "-p",
-            "kube-hpa-controller",
-            "--profile",
-            profile,
-            "--target-dir",
-        ])
-        .arg(bin_dir.parent().unwrap())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "cargo build -p kube-hpa-controller failed"
-    );
-    path
+    sibling_binary(hpactl(), "kube-hpa-controller")
 }
 
 /// Polls `check` every 100 ms until it gives a value, failing after [`WAIT`].
