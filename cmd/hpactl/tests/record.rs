@@ -95,6 +95,22 @@ fn run(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(hpactl()).args(args).output().unwrap()
 }
 
+/// `hpactl record` of namespace `default` through `kubeconfig` into `out`, with `extra`
+/// arguments.
+fn record(kubeconfig: &Path, duration: &str, interval: &str, extra: &[&str], out: &Path) -> Output {
+    Command::new(hpactl())
+        .arg("record")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--namespace", "default", "--duration", duration])
+        .args(["--interval", interval])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}{}",
@@ -147,19 +163,7 @@ fn records_a_live_controller_and_replays_it() {
     let probe = dir.join("probe.yaml");
     eventually("the controller's first status write", || {
         controller.assert_running();
-        let out = run(&[
-            "record".as_ref(),
-            "--kubeconfig".as_ref(),
-            kubeconfig.as_os_str(),
-            "--namespace".as_ref(),
-            "default".as_ref(),
-            "--duration".as_ref(),
-            "0s".as_ref(),
-            "--interval".as_ref(),
-            "1s".as_ref(),
-            "-o".as_ref(),
-            probe.as_os_str(),
-        ]);
+        let out = record(&kubeconfig, "0s", "1s", &[], &probe);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&probe).ok()?).ok()?;
         doc["objects"]
@@ -170,21 +174,16 @@ fn records_a_live_controller_and_replays_it() {
     });
 
     let recording = dir.join("recorded.yaml");
-    let out = run(&[
-        "record".as_ref(),
-        "--kubeconfig".as_ref(),
-        kubeconfig.as_os_str(),
-        "--namespace".as_ref(),
-        "default".as_ref(),
-        "--duration".as_ref(),
-        "30s".as_ref(),
-        "--interval".as_ref(),
-        "3s".as_ref(),
-        "--flag".as_ref(),
-        "horizontal-pod-autoscaler-downscale-stabilization=0s".as_ref(),
-        "-o".as_ref(),
-        recording.as_os_str(),
-    ]);
+    let out = record(
+        &kubeconfig,
+        "30s",
+        "3s",
+        &[
+            "--flag",
+            "horizontal-pod-autoscaler-downscale-stabilization=0s",
+        ],
+        &recording,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     drop(controller);
     drop(server);
