@@ -686,7 +686,6 @@ struct RecordArgs {
 /// the file written.
 fn record_cmd(args: RecordArgs) -> ExitCode {
     use hpa_fixtures::record::{self, RecordConfig};
-    let to_std = |d: GoDuration| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64);
     let mut flags = BTreeMap::new();
     for f in &args.flags {
         let Some((k, v)) = f.split_once('=') else {
@@ -706,8 +705,8 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
             .unwrap_or_else(|| format!("recorded-{}", args.namespace)),
         namespace: args.namespace.clone(),
         hpa: args.hpa.clone(),
-        duration: to_std(args.duration),
-        interval: to_std(args.interval),
+        duration: args.duration.to_std(),
+        interval: args.interval.to_std(),
         flags,
         server_version: None,
     };
