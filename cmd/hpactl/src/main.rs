@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hpa_fixtures::bench::{self, BenchConfig, ControllerRun};
 use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
@@ -142,36 +142,7 @@ enum Command {
     /// Sample a live cluster's HPAs, their scale targets, pods and metrics every interval and
     /// write what was seen as a scenario for `hpactl replay` (the live controller's decisions
     /// become the expectations).
-    Record {
-        /// The kubeconfig of the cluster.
-        #[arg(long, value_name = "FILE")]
-        kubeconfig: PathBuf,
-        /// The kubeconfig context (default: its current context).
-        #[arg(long)]
-        context: Option<String>,
-        /// The namespace to record.
-        #[arg(long, short = 'n', value_name = "NS")]
-        namespace: String,
-        /// Only this HPA (default: every HPA of the namespace).
-        #[arg(long, value_name = "NAME")]
-        hpa: Option<String>,
-        /// How long to record (e.g. 10m).
-        #[arg(long, value_name = "DURATION")]
-        duration: GoDuration,
-        /// Time between samples; at least the live controller's sync period (e.g. 30s).
-        #[arg(long, value_name = "DURATION")]
-        interval: GoDuration,
-        /// The live controller's flags, written into the scenario so that the replay decides
-        /// as it did (repeatable), e.g. `--flag horizontal-pod-autoscaler-tolerance=0.05`.
-        #[arg(long = "flag", value_name = "NAME=VALUE")]
-        flags: Vec<String>,
-        /// The scenario's name (default: recorded-NAMESPACE).
-        #[arg(long)]
-        name: Option<String>,
-        /// Where to write the scenario (YAML, or JSON for `*.json`).
-        #[arg(long, short, value_name = "FILE")]
-        out: PathBuf,
-    },
+    Record(RecordArgs),
     /// What an HPA would do under a load timeline: runs the controller's decision code on a
     /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
     /// DIR/simulation.csv and DIR/simulation.svg.
@@ -291,27 +262,7 @@ fn main() -> ExitCode {
             controller_args,
         }),
         Command::Explain(args) => explain::run(args),
-        Command::Record {
-            kubeconfig,
-            context,
-            namespace,
-            hpa,
-            duration,
-            interval,
-            flags,
-            name,
-            out,
-        } => record_cmd(RecordArgs {
-            kubeconfig,
-            context,
-            namespace,
-            hpa,
-            duration,
-            interval,
-            flags,
-            name,
-            out,
-        }),
+        Command::Record(args) => record_cmd(args),
         Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
     }
 }
@@ -663,43 +614,25 @@ fn flatten(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>
 /// `hpactl simulate`: exit 2 for a bad file, 1 when the outputs cannot be written.
 fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
     use hpa_fixtures::simulate;
-    let load = |path: &Path| {
-        simulate::load_file(path).map_err(|e| {
-            eprintln!("{e}");
-            ExitCode::from(2)
-        })
+    // The base file's runs, then the variant's over the base's load and workload.
+    let runs = || -> Result<(Vec<simulate::Run>, String), simulate::SimulateError> {
+        let base = simulate::load_file(file)?;
+        let mut runs = simulate::simulate(&base, "base")?;
+        let mut title = format!("hpactl simulate {}", file.display());
+        if let Some(other) = compare {
+            let variant = simulate::input::load_variant_file(other, &base)?;
+            runs.extend(simulate::simulate(&variant, "compare")?);
+            title = format!("{title} vs {}", other.display());
+        }
+        Ok((runs, title))
     };
-    let base = match load(file) {
-        Ok(f) => f,
-        Err(code) => return code,
-    };
-    let mut runs = Vec::new();
-    let mut title = format!("hpactl simulate {}", file.display());
-    let first = simulate::simulate(&base, "base");
-    match first {
-        Ok(r) => runs.extend(r),
+    let (runs, title) = match runs() {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
+            return ExitCode::from(EXIT_INVALID);
         }
-    }
-    if let Some(other) = compare {
-        let variant = match simulate::input::load_variant_file(other, &base) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        };
-        match simulate::simulate(&variant, "compare") {
-            Ok(r) => runs.extend(r),
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        }
-        title = format!("{title} vs {}", other.display());
-    }
+    };
     match simulate::write_outputs(&runs, out, &title) {
         Ok(()) => {
             outln!(
@@ -717,15 +650,35 @@ fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
 }
 
 /// What `hpactl record` was asked.
+#[derive(Debug, Args)]
 struct RecordArgs {
+    /// The kubeconfig of the cluster.
+    #[arg(long, value_name = "FILE")]
     kubeconfig: PathBuf,
+    /// The kubeconfig context (default: its current context).
+    #[arg(long)]
     context: Option<String>,
+    /// The namespace to record.
+    #[arg(long, short = 'n', value_name = "NS")]
     namespace: String,
+    /// Only this HPA (default: every HPA of the namespace).
+    #[arg(long, value_name = "NAME")]
     hpa: Option<String>,
+    /// How long to record (e.g. 10m).
+    #[arg(long, value_name = "DURATION")]
     duration: GoDuration,
+    /// Time between samples; at least the live controller's sync period (e.g. 30s).
+    #[arg(long, value_name = "DURATION")]
     interval: GoDuration,
+    /// The live controller's flags, written into the scenario so that the replay decides
+    /// as it did (repeatable), e.g. `--flag horizontal-pod-autoscaler-tolerance=0.05`.
+    #[arg(long = "flag", value_name = "NAME=VALUE")]
     flags: Vec<String>,
+    /// The scenario's name (default: recorded-NAMESPACE).
+    #[arg(long)]
     name: Option<String>,
+    /// Where to write the scenario (YAML, or JSON for `*.json`).
+    #[arg(long, short, value_name = "FILE")]
     out: PathBuf,
 }
 
@@ -733,7 +686,6 @@ struct RecordArgs {
 /// the file written.
 fn record_cmd(args: RecordArgs) -> ExitCode {
     use hpa_fixtures::record::{self, RecordConfig};
-    let to_std = |d: GoDuration| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64);
     let mut flags = BTreeMap::new();
     for f in &args.flags {
         let Some((k, v)) = f.split_once('=') else {
@@ -753,8 +705,8 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
             .unwrap_or_else(|| format!("recorded-{}", args.namespace)),
         namespace: args.namespace.clone(),
         hpa: args.hpa.clone(),
-        duration: to_std(args.duration),
-        interval: to_std(args.interval),
+        duration: args.duration.to_std(),
+        interval: args.interval.to_std(),
         flags,
         server_version: None,
     };

@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../../../hack/tests/sibling_binary.rs"]
+mod sibling_binary;
+use sibling_binary::sibling_binary;
+
 const SERVED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/record/moving-load.yaml"
@@ -70,40 +74,9 @@ fn hpactl() -> &'static str {
     env!("CARGO_BIN_EXE_hpactl")
 }
 
-/// `kube-hpa-controller`, next to `hpactl` when the workspace was built; built with Cargo
-/// (into the same directory) when only this package was.
+/// `kube-hpa-controller`, next to `hpactl` ([`sibling_binary`]).
 fn controller_binary() -> PathBuf {
-    let bin_dir = Path::new(hpactl()).parent().unwrap();
-    let path = bin_dir.join(format!(
-        "kube-hpa-controller{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    if path.exists() {
-        return path;
-    }
-    let profile = match bin_dir.file_name().unwrap().to_str().unwrap() {
-        "debug" => "dev",
-        other => other,
-    };
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "-p",
-            "kube-hpa-controller",
-            "--profile",
-            profile,
-            "--target-dir",
-        ])
-        .arg(bin_dir.parent().unwrap())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "cargo build -p kube-hpa-controller failed"
-    );
-    path
+    sibling_binary(hpactl(), "kube-hpa-controller")
 }
 
 /// Polls `check` every 100 ms until it gives a value, failing after [`WAIT`].
@@ -120,6 +93,22 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 fn run(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(hpactl()).args(args).output().unwrap()
+}
+
+/// `hpactl record` of namespace `default` through `kubeconfig` into `out`, with `extra`
+/// arguments.
+fn record(kubeconfig: &Path, duration: &str, interval: &str, extra: &[&str], out: &Path) -> Output {
+    Command::new(hpactl())
+        .arg("record")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--namespace", "default", "--duration", duration])
+        .args(["--interval", interval])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
 }
 
 fn text(out: &Output) -> String {
@@ -174,19 +163,7 @@ fn records_a_live_controller_and_replays_it() {
     let probe = dir.join("probe.yaml");
     eventually("the controller's first status write", || {
         controller.assert_running();
-        let out = run(&[
-            "record".as_ref(),
-            "--kubeconfig".as_ref(),
-            kubeconfig.as_os_str(),
-            "--namespace".as_ref(),
-            "default".as_ref(),
-            "--duration".as_ref(),
-            "0s".as_ref(),
-            "--interval".as_ref(),
-            "1s".as_ref(),
-            "-o".as_ref(),
-            probe.as_os_str(),
-        ]);
+        let out = record(&kubeconfig, "0s", "1s", &[], &probe);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&probe).ok()?).ok()?;
         doc["objects"]
@@ -197,21 +174,16 @@ fn records_a_live_controller_and_replays_it() {
     });
 
     let recording = dir.join("recorded.yaml");
-    let out = run(&[
-        "record".as_ref(),
-        "--kubeconfig".as_ref(),
-        kubeconfig.as_os_str(),
-        "--namespace".as_ref(),
-        "default".as_ref(),
-        "--duration".as_ref(),
-        "30s".as_ref(),
-        "--interval".as_ref(),
-        "3s".as_ref(),
-        "--flag".as_ref(),
-        "horizontal-pod-autoscaler-downscale-stabilization=0s".as_ref(),
-        "-o".as_ref(),
-        recording.as_os_str(),
-    ]);
+    let out = record(
+        &kubeconfig,
+        "30s",
+        "3s",
+        &[
+            "--flag",
+            "horizontal-pod-autoscaler-downscale-stabilization=0s",
+        ],
+        &recording,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     drop(controller);
     drop(server);

@@ -163,48 +163,12 @@ async fn eventually<T>(
     }
 }
 
-/// `hpactl`, built next to this package's binary by `cargo test --workspace`; built once
-/// here with Cargo (into the same directory) when only this package was built.
+/// `hpactl`, next to this package's binary (`common::sibling_binary`), found (or built)
+/// once.
 fn hpactl() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
-        let bin_dir = Path::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
-            .parent()
-            .unwrap();
-        let path = bin_dir.join(format!("hpactl{}", std::env::consts::EXE_SUFFIX));
-        if path.exists() {
-            return path;
-        }
-        eprintln!(
-            "{} is missing: building it with `cargo build -p hpactl`",
-            path.display()
-        );
-        // `<target dir>/<profile dir>/`, where the `dev` profile's directory is `debug`.
-        let profile = match bin_dir.file_name().unwrap().to_str().unwrap() {
-            "debug" => "dev",
-            other => other,
-        };
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "hpactl",
-                "--profile",
-                profile,
-                "--target-dir",
-            ])
-            .arg(bin_dir.parent().unwrap())
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build -p hpactl failed");
-        assert!(
-            path.exists(),
-            "{} still missing after the build",
-            path.display()
-        );
-        path
+        common::sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_kube-hpa-controller"), "hpactl")
     })
 }
 

@@ -124,35 +124,9 @@ async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) ->
     }
 }
 
-/// `hpactl`, next to this package's binary (`cargo test --workspace` builds it; the e2e
-/// test builds it otherwise, and so does `cargo build -p hpactl`).
+/// `hpactl`, next to this package's binary (`common::sibling_binary`).
 fn hpactl() -> PathBuf {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
-        .parent()
-        .unwrap();
-    let path = bin_dir.join(format!("hpactl{}", std::env::consts::EXE_SUFFIX));
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let profile = match bin_dir.file_name().unwrap().to_str().unwrap() {
-            "debug" => "dev",
-            other => other,
-        };
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "hpactl",
-                "--profile",
-                profile,
-                "--target-dir",
-            ])
-            .arg(bin_dir.parent().unwrap())
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build -p hpactl failed");
-    }
-    path
+    common::sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_kube-hpa-controller"), "hpactl")
 }
 
 fn free_port() -> u16 {

@@ -3,6 +3,8 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 pub mod proxy;
+#[path = "../../../../hack/tests/sibling_binary.rs"]
+pub mod sibling_binary;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
