@@ -391,11 +391,9 @@ async fn fresh(args: &ExplainArgs, key: &str) -> Result<DecisionTrace, ExplainEr
     // The version the controller would behave as against this cluster.
     let resolved = resolve_version(&parsed.options, &client)
         .await
-        .map_err(ExplainError::Config)?;
-    let (mut controller_config, _) =
-        ControllerConfig::at_version(&parsed.options, resolved.version)
-            .map_err(|e| ExplainError::Usage(format!("controller flags: --feature-gates: {e}")))?;
-    controller_config.server_before_1_37 = resolved.server_before_1_37;
+        .map_err(|e| ExplainError::Config(e.to_string()))?;
+    let (controller_config, _) = ControllerConfig::for_resolved(&parsed.options, &resolved)
+        .map_err(|e| ExplainError::Usage(format!("controller flags: --feature-gates: {e}")))?;
     if !controller_config.shadow {
         return Err(ExplainError::Usage(
             "controller flags: --shadow=false is not allowed here (explain writes nothing)"

@@ -243,14 +243,13 @@ pub async fn run(
 
     let resolved = resolve_version(&options, &clients.hpa)
         .await
-        .map_err(AppError::Version)?;
+        .map_err(|e| AppError::Version(e.to_string()))?;
     let version = resolved.version;
     if let Some(warning) = &resolved.warning {
         tracing::warn!("{warning}");
     }
-    let (mut config, gate_warnings) = ControllerConfig::at_version(&options, version)
+    let (config, gate_warnings) = ControllerConfig::for_resolved(&options, &resolved)
         .map_err(|e| AppError::Version(format!("--feature-gates: {e}")))?;
-    config.server_before_1_37 = resolved.server_before_1_37;
     if resolved.server_before_1_37 && version.at_least(KubeVersion::V1_37) {
         tracing::warn!(
             "behaving as {version} against an API server older than 1.37: status.observedGeneration and the conditions' observedGeneration are not written"

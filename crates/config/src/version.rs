@@ -127,6 +127,17 @@ impl KubeVersion {
         }
     }
 
+    /// The numbers of an API server's `/version` `major` and `minor` (strings, as
+    /// `version.Info` has them): the leading digits of each, so a provider's `"37+"` reads as
+    /// 37; `None` when either has none.
+    pub fn server_major_minor(major: &str, minor: &str) -> Option<(u64, u64)> {
+        let digits = |s: &str| -> Option<u64> {
+            let d: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+            d.parse().ok()
+        };
+        Some((digits(major)?, digits(minor)?))
+    }
+
     /// The version to behave as against an API server whose `/version` says `major` and
     /// `minor` (strings, as `version.Info` has them; a provider's `"37+"` counts as 37), with
     /// the warning to log when the server is outside the supported range or unreadable.
@@ -135,11 +146,7 @@ impl KubeVersion {
         minor: &str,
         git_version: &str,
     ) -> (KubeVersion, Option<String>) {
-        let digits = |s: &str| -> Option<u64> {
-            let d: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
-            d.parse().ok()
-        };
-        let (Some(maj), Some(min)) = (digits(major), digits(minor)) else {
+        let Some((maj, min)) = KubeVersion::server_major_minor(major, minor) else {
             return (
                 KubeVersion::OLDEST,
                 Some(format!(

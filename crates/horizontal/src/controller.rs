@@ -93,6 +93,17 @@ impl ControllerConfig {
         Ok((ControllerConfig::with_gates(options, gates), warnings))
     }
 
+    /// [`ControllerConfig::at_version`] at the version [`resolve_version`] chose, knowing
+    /// whether the API server is older than 1.37.
+    pub fn for_resolved(
+        options: &hpa_config::Options,
+        resolved: &ResolvedVersion,
+    ) -> Result<(Self, Vec<String>), hpa_config::feature_gates::FeatureGateError> {
+        let (mut config, warnings) = Self::at_version(options, resolved.version)?;
+        config.server_before_1_37 = resolved.server_before_1_37;
+        Ok((config, warnings))
+    }
+
     /// The configuration of a set of parsed flags with the feature gates already resolved.
     fn with_gates(options: &hpa_config::Options, gates: FeatureGates) -> Self {
         ControllerConfig {
@@ -162,6 +173,21 @@ pub struct ResolvedVersion {
     pub server_before_1_37: bool,
 }
 
+/// Why [`resolve_version`] could not choose a version.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveVersionError {
+    /// No `--emulated-version`, and the API server's `/version` could not be read.
+    #[error(
+        "failed to read the API server's version (GET /version), needed to choose which kube-controller-manager version to behave as (or give --emulated-version): {message}"
+    )]
+    ServerVersion {
+        /// The client's error, as client-go prints it.
+        message: String,
+        /// The client's error.
+        source: kube::Error,
+    },
+}
+
 /// The version to behave as: `--emulated-version` when given, else the API server's
 /// (`GET /version`) clamped into 1.35..1.37, with the warning to log when it was clamped.
 /// The server's version is read in both cases (with the flag, a failure only means it is not
@@ -169,18 +195,9 @@ pub struct ResolvedVersion {
 pub async fn resolve_version(
     options: &hpa_config::Options,
     client: &kube::Client,
-) -> Result<ResolvedVersion, String> {
+) -> Result<ResolvedVersion, ResolveVersionError> {
     let info = client.apiserver_version().await;
-    let before_1_37 = |major: &str, minor: &str| {
-        let digits = |s: &str| -> Option<u64> {
-            s.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .ok()
-        };
-        matches!((digits(major), digits(minor)), (Some(1), Some(m)) if m < 37)
-    };
+    let before_1_37 = |major: &str, minor: &str| matches!(KubeVersion::server_major_minor(major, minor), Some((1, m)) if m < 37);
     if let Some(version) = options.emulated_version() {
         return Ok(ResolvedVersion {
             version,
@@ -188,11 +205,9 @@ pub async fn resolve_version(
             server_before_1_37: info.as_ref().is_ok_and(|i| before_1_37(&i.major, &i.minor)),
         });
     }
-    let info = info.map_err(|e| {
-        format!(
-            "failed to read the API server's version (GET /version), needed to choose which kube-controller-manager version to behave as (or give --emulated-version): {}",
-            hpa_metrics::kube_error_message(&e)
-        )
+    let info = info.map_err(|source| ResolveVersionError::ServerVersion {
+        message: hpa_metrics::kube_error_message(&source),
+        source,
     })?;
     let (version, warning) = KubeVersion::for_server(&info.major, &info.minor, &info.git_version);
     Ok(ResolvedVersion {

@@ -6,7 +6,7 @@
 //!
 //! - the controller and what builds it: [`HorizontalController`] (`NewHorizontalController`,
 //!   `Run`, `reconcileKey`), [`ControllerParts`], [`ControllerConfig`], the version it behaves
-//!   as ([`resolve_version`], [`ResolvedVersion`]), what its caches hold
+//!   as ([`resolve_version`], [`ResolvedVersion`], [`ResolveVersionError`]), what its caches hold
 //!   ([`ResourceVersions`]) and its errors ([`ControllerError`], [`ReconcileError`]);
 //! - the scale subresource client the binary wires in ([`ScaleClient`], [`KubeScaleClient`],
 //!   [`ScaleError`]);
@@ -26,8 +26,8 @@
 //! upstream code it mirrors.
 
 pub use controller::{
-    ControllerConfig, ControllerError, ControllerParts, HorizontalController, ResolvedVersion,
-    ResourceVersions, resolve_version,
+    ControllerConfig, ControllerError, ControllerParts, HorizontalController, ResolveVersionError,
+    ResolvedVersion, ResourceVersions, resolve_version,
 };
 pub use explain::render_text;
 pub use reconcile::{MetricComputer, ReconcileError};
