@@ -175,7 +175,7 @@ pub(crate) async fn scale_for_resource_mappings(
 /// The text client-go's `StatusError` gives for a failed request: the `Status` message as
 /// served.
 pub(crate) fn kube_error_text(err: kube::Error) -> ScaleError {
-    let message = api_error_text(&err);
+    let message = hpa_metrics::kube_error_message(&err);
     let code = match &err {
         kube::Error::Api(status) => Some(status.code),
         _ => None,
@@ -184,16 +184,6 @@ pub(crate) fn kube_error_text(err: kube::Error) -> ScaleError {
         message,
         code,
         cause: Some(ErrorSource::new(err)),
-    }
-}
-
-/// The text of a failed API request as client-go's errors print it: a `Status`'s message
-/// (its reason when the message is empty), else the transport's error.
-pub(crate) fn api_error_text(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) if status.message.is_empty() => status.reason.clone(),
-        kube::Error::Api(status) => status.message.clone(),
-        other => hpa_metrics::kube_error_message(other),
     }
 }
 

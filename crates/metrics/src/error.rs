@@ -140,12 +140,14 @@ pub enum UtilizationError {
     NoMatchingPods,
 }
 
-/// The text of a failed API call as client-go's errors read: an API `Status` gives its
-/// message; a transport failure gives what the client's transport layer said (the process's
-/// client layer words it as Go's `*url.Error`, `Get "URL": dial tcp ...`), without kube's
-/// `ServiceError: ` prefix; anything else as kube words it.
+/// The text of a failed API call as client-go's errors read, for every client of the process
+/// (metrics, scale, discovery, informers, version): an API `Status` gives its message (its
+/// reason when the message is empty); a transport failure gives what the client's transport
+/// layer said (the process's client layer words it as Go's `*url.Error`, `Get "URL": dial tcp
+/// ...`), without kube's `ServiceError: ` prefix; anything else as kube words it.
 pub fn kube_error_message(err: &kube::Error) -> String {
     match err {
+        kube::Error::Api(status) if status.message.is_empty() => status.reason.clone(),
         kube::Error::Api(status) => status.message.clone(),
         kube::Error::Service(inner) => inner.to_string(),
         kube::Error::HyperError(inner) => inner.to_string(),

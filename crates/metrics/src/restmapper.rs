@@ -117,18 +117,11 @@ impl KubeGroupDiscovery {
 }
 
 fn discovery_error(err: &kube::Error) -> MappingError {
-    match err {
-        kube::Error::Api(status) => MappingError::Discovery {
-            message: if status.message.is_empty() {
-                status.reason.clone()
-            } else {
-                status.message.clone()
-            },
-            code: Some(status.code),
-        },
-        other => MappingError::Discovery {
-            message: other.to_string(),
-            code: None,
+    MappingError::Discovery {
+        message: crate::kube_error_message(err),
+        code: match err {
+            kube::Error::Api(status) => Some(status.code),
+            _ => None,
         },
     }
 }

@@ -108,7 +108,7 @@ impl StatusWriter {
                 Ok(())
             }
             Err(e) => {
-                let text = crate::scale_client::api_error_text(&e);
+                let text = hpa_metrics::kube_error_message(&e);
                 let (event, error) = status_update_failure(&name, &text);
                 recorder.record(hpa, &event);
                 Err(ReconcileError::wrapping(ErrorKind::Internal, error, e))
