@@ -17,7 +17,6 @@ use hpa_decision::decision::{
     decide,
 };
 use hpa_decision::state::HpaState;
-use hpa_decision::tolerance::HpaTolerances;
 use hpa_metrics::{PodMetric, PodMetricsInfo};
 use hpa_replica_calculator::resource_replicas;
 use hpa_replica_calculator::{CalculatorConfig, PodSample, ResourceTarget, Tolerances};
@@ -130,7 +129,7 @@ fn bench_decision(c: &mut Criterion) {
                     hpa: &hpa,
                     current_replicas: 10,
                     now,
-                    tolerances: Some(HpaTolerances {
+                    tolerances: Some(Tolerances {
                         scale_down: 0.1,
                         scale_up: 0.1,
                     }),

@@ -34,7 +34,7 @@ use crate::state::HpaState;
 use crate::status::{
     set_current_replicas_and_metrics_in_status, set_status, status_semantically_equal,
 };
-use crate::tolerance::HpaTolerances;
+use crate::tolerance::Tolerances;
 
 /// `rescaleReason` of branch b.
 pub const REASON_ABOVE_MAX: &str = "Current number of replicas above Spec.MaxReplicas";
@@ -477,7 +477,7 @@ pub struct DecisionInput<'a> {
     pub now: Timestamp,
     /// The tolerances the metrics were computed with ([`crate::tolerance::tolerances_for_hpa`]),
     /// recorded for explanation.
-    pub tolerances: Option<HpaTolerances>,
+    pub tolerances: Option<Tolerances>,
 }
 
 /// Everything one reconcile decided, before the scale write.
@@ -496,7 +496,7 @@ pub struct Decision {
     /// `maxReplicas`.
     pub max_replicas: i32,
     /// The tolerances the metrics were computed with, if the caller recorded them.
-    pub tolerances: Option<HpaTolerances>,
+    pub tolerances: Option<Tolerances>,
     /// `status.lastScaleTime` as seen (before this reconcile).
     pub last_scale_time: Option<Timestamp>,
     /// The defaulted behavior, when `spec.behavior` is set.

@@ -42,4 +42,4 @@ pub use labels::{ActionLabel, ErrorKind, ErrorLabel};
 pub use normalize::Normalization;
 pub use scale_events::TimestampedScaleEvent;
 pub use state::HpaState;
-pub use tolerance::{HpaTolerances, Tolerances};
+pub use tolerance::Tolerances;

@@ -69,10 +69,6 @@ impl fmt::Display for Tolerances {
     }
 }
 
-/// The tolerances for one HPA: the calculator's [`Tolerances`], under the name the decision
-/// data uses.
-pub type HpaTolerances = Tolerances;
-
 /// A `tolerance` quantity in `spec.behavior` that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {direction} tolerance {value:?}: {source}")]
@@ -93,8 +89,8 @@ pub fn tolerances_for_hpa(
     hpa: &HorizontalPodAutoscaler,
     flag_tolerance: f64,
     configurable_tolerance: bool,
-) -> Result<HpaTolerances, ToleranceError> {
-    let mut t = HpaTolerances {
+) -> Result<Tolerances, ToleranceError> {
+    let mut t = Tolerances {
         scale_down: flag_tolerance,
         scale_up: flag_tolerance,
     };
@@ -161,7 +157,7 @@ mod tests {
 
     #[test]
     fn flag_value_without_behavior_or_gate() {
-        let want = HpaTolerances {
+        let want = Tolerances {
             scale_down: 0.1,
             scale_up: 0.1,
         };
@@ -185,7 +181,7 @@ mod tests {
         let t = tolerances_for_hpa(&hpa(Some("0.05"), Some("500m"), true), 0.1, true).unwrap();
         assert_eq!(
             t,
-            HpaTolerances {
+            Tolerances {
                 scale_down: 0.5,
                 scale_up: 0.05
             }
@@ -193,7 +189,7 @@ mod tests {
         let t = tolerances_for_hpa(&hpa(None, Some("0"), true), 0.1, true).unwrap();
         assert_eq!(
             t,
-            HpaTolerances {
+            Tolerances {
                 scale_down: 0.0,
                 scale_up: 0.1
             }

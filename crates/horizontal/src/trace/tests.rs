@@ -20,7 +20,7 @@ use hpa_decision::decision::{
     decide,
 };
 use hpa_decision::state::HpaState;
-use hpa_decision::tolerance::HpaTolerances;
+use hpa_decision::tolerance::Tolerances;
 
 fn now() -> Timestamp {
     "2026-01-01T12:00:00Z".parse().unwrap()
@@ -152,7 +152,7 @@ fn trace_of(
             hpa: h,
             current_replicas: current,
             now: at,
-            tolerances: Some(HpaTolerances {
+            tolerances: Some(Tolerances {
                 scale_down: 0.1,
                 scale_up: 0.1,
             }),
