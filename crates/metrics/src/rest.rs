@@ -627,8 +627,8 @@ fn encode_query(params: &[(&str, String)]) -> String {
     format!("?{}", parts.join("&"))
 }
 
-/// Go `url.QueryEscape`.
-fn query_escape(s: &str) -> String {
+/// Go `url.QueryEscape` (a space is `+`).
+pub fn query_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
