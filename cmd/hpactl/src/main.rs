@@ -9,7 +9,7 @@
 //! requests at the server (`docs/benchmarks.md`); `simulate` runs the controller's decision
 //! code over a simulated workload and load timeline (`docs/simulate-format.md`); `record`
 //! samples a live namespace into a scenario whose expectations are the live controller's
-//! decisions.
+//! decisions; `cluster` runs upstream's control plane on loopback for the real-cluster tests.
 //!
 //! Exit status, as the format specifies: 0 success, 1 a scenario failed (or serving failed),
 //! 2 a file is not a valid scenario (the message names the file, the step and the key) or the
@@ -26,6 +26,7 @@ use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
 use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
+mod cluster;
 mod demo;
 mod explain;
 mod out;
@@ -143,6 +144,9 @@ enum Command {
     /// write what was seen as a scenario for `hpactl replay` (the live controller's decisions
     /// become the expectations).
     Record(RecordArgs),
+    /// A real control plane on loopback: upstream's etcd, kube-apiserver and (on demand)
+    /// kube-controller-manager, with the fixture server as the aggregated metrics APIs.
+    Cluster(cluster::ClusterArgs),
     /// What an HPA would do under a load timeline: runs the controller's decision code on a
     /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
     /// DIR/simulation.csv and DIR/simulation.svg.
@@ -263,6 +267,7 @@ fn main() -> ExitCode {
         }),
         Command::Explain(args) => explain::run(args),
         Command::Record(args) => record_cmd(args),
+        Command::Cluster(args) => cluster::run(args),
         Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
     }
 }
@@ -442,8 +447,13 @@ fn new_runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 }
 
 fn init_logging() {
+    init_logging_with("info");
+}
+
+/// Logging to standard error with `default` as the filter when `RUST_LOG` is unset.
+fn init_logging_with(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colour only on a terminal: logs written to a file carry no escape sequences.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

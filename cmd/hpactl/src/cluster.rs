@@ -1,0 +1,242 @@
+//! `hpactl cluster`: a real control plane on loopback (the `hpa-cluster` crate): upstream's
+//! etcd and kube-apiserver of a release built by `hack/kube.sh`, the fixture server as the
+//! aggregated metrics APIs, and, on demand, upstream's kube-controller-manager with only its
+//! HPA controller.
+//!
+//! Exit status: 0 success, 1 the cluster could not be started, used or stopped, 2 a wrong
+//! command line or an invalid scenario file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use hpa_cluster::{Cluster, KubeRelease, UpOptions};
+
+use crate::out::outln;
+use crate::{EXIT_INVALID, init_logging_with, new_runtime};
+
+/// `hpactl cluster ...`.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    command: ClusterCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Start etcd, kube-apiserver and the aggregated metrics server in the background; write
+    /// DIR/admin.kubeconfig and DIR/controller.kubeconfig (this controller's ServiceAccount,
+    /// bound by config/rbac.yaml). Needs `hack/kube.sh build VERSION` first.
+    Up {
+        /// The Kubernetes release whose binaries run (1.35.4, 1.36.3, 1.37.2).
+        #[arg(long, value_name = "VERSION")]
+        kube_version: KubeRelease,
+        /// The cluster directory (certificates, data, logs, kubeconfigs).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// Run etcd with --unsafe-no-fsync (faster on slow disks; for throwaway clusters).
+        #[arg(long)]
+        etcd_unsafe_no_fsync: bool,
+        /// Write an audit log of every write request to DIR/logs/audit.log.
+        #[arg(long)]
+        audit: bool,
+        /// More kube-apiserver flags (repeatable), e.g. --apiserver-flag=--v=2.
+        #[arg(
+            long = "apiserver-flag",
+            value_name = "--NAME=VALUE",
+            allow_hyphen_values = true
+        )]
+        apiserver_flags: Vec<String>,
+    },
+    /// Stop every process of the cluster in DIR (by pid).
+    Down {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Create a scenario's objects in the cluster (status through the status subresources,
+    /// times moved to now) and hand its metric objects to the aggregated metrics server.
+    Load {
+        /// The scenario file.
+        #[arg(value_name = "SCENARIO")]
+        scenario: PathBuf,
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Start upstream's kube-controller-manager of the cluster's release with only the HPA
+    /// controller (flags after `--` are added, e.g. -- --horizontal-pod-autoscaler-sync-period=5s),
+    /// or stop it with --stop.
+    Kcm {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// Stop it instead.
+        #[arg(long)]
+        stop: bool,
+        /// kube-controller-manager flags (after `--`).
+        #[arg(last = true, value_name = "KCM FLAGS")]
+        flags: Vec<String>,
+    },
+    /// Print the cluster's state: release, ports, kubeconfigs and which processes run.
+    Status {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Serve the metrics APIs of the cluster in DIR as an aggregated API server (started by
+    /// `cluster up`; runs until SIGTERM).
+    #[command(hide = true)]
+    ServeMetrics {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs `hpactl cluster`.
+pub fn run(args: ClusterArgs) -> ExitCode {
+    // The readiness probes' refused connections are expected while a component starts: the
+    // client's own error log stays off unless RUST_LOG asks for it.
+    init_logging_with("info,kube_client=off");
+    let runtime = match new_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let result: Result<(), hpa_cluster::ClusterError> = match args.command {
+        ClusterCommand::Up {
+            kube_version,
+            dir,
+            etcd_unsafe_no_fsync,
+            audit,
+            apiserver_flags,
+        } => {
+            let hpactl = match std::env::current_exe() {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("hpactl cluster up: finding this program: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let options = UpOptions {
+                dir,
+                release: kube_version,
+                metrics_server: vec![
+                    hpactl.display().to_string(),
+                    "cluster".into(),
+                    "serve-metrics".into(),
+                ],
+                apiserver_flags,
+                etcd_unsafe_no_fsync,
+                audit,
+            };
+            runtime.block_on(hpa_cluster::up(&options)).map(|c| {
+                outln!("cluster {} is up: {}", c.state().release, c.server_url());
+                outln!("  admin:      {}", c.admin_kubeconfig().display());
+                outln!("  controller: {}", c.controller_kubeconfig().display());
+                outln!("  logs:       {}", c.dir().join("logs").display());
+                outln!(
+                    "  stop with:  hpactl cluster down --dir {}",
+                    c.dir().display()
+                );
+            })
+        }
+        ClusterCommand::Down { dir } => hpa_cluster::down(&dir).map(|stopped| {
+            if stopped.is_empty() {
+                outln!("nothing was running in {}", dir.display());
+            } else {
+                outln!("stopped {}", stopped.join(", "));
+            }
+        }),
+        ClusterCommand::Load { scenario, dir } => {
+            let scenario = match hpa_fixtures::scenario::load_file(&scenario) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            };
+            runtime.block_on(async {
+                let cluster = Cluster::open(&dir)?;
+                let report = cluster.load(&scenario).await?;
+                let kinds: Vec<String> = report
+                    .created
+                    .iter()
+                    .map(|(k, n)| format!("{n} {k}"))
+                    .collect();
+                outln!(
+                    "loaded {}: created {}; {} objects to the metrics server; times moved by {} s",
+                    scenario.name,
+                    if kinds.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        kinds.join(", ")
+                    },
+                    report.metrics_objects,
+                    report.shifted_seconds
+                );
+                Ok(())
+            })
+        }
+        ClusterCommand::Kcm { dir, stop, flags } => runtime.block_on(async {
+            let cluster = Cluster::open(&dir)?;
+            if stop {
+                cluster.stop_kcm()?;
+                outln!("kube-controller-manager stopped");
+            } else {
+                let r = cluster.start_kcm(&flags).await?;
+                outln!(
+                    "kube-controller-manager {} (HPA controller only) runs as pid {}; log: {}",
+                    cluster.state().release,
+                    r.pid,
+                    r.log.display()
+                );
+            }
+            Ok(())
+        }),
+        ClusterCommand::Status { dir } => Cluster::open(&dir).and_then(|c| {
+            let s = c.state();
+            outln!("release     {}", s.release);
+            outln!("server      {}", c.server_url());
+            outln!("admin       {}", c.admin_kubeconfig().display());
+            outln!("controller  {}", c.controller_kubeconfig().display());
+            for name in hpa_cluster::control_plane::COMPONENTS {
+                match c.component(name)? {
+                    Some(r) => outln!("{name:<24}running, pid {}", r.pid),
+                    None => outln!("{name:<24}not running"),
+                }
+            }
+            Ok(())
+        }),
+        ClusterCommand::ServeMetrics { dir } => runtime.block_on(
+            hpa_cluster::metrics_server::serve_metrics(&dir, terminated()),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hpactl cluster: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            eprintln!("cannot listen for signals; serving until killed");
+            std::future::pending::<()>().await;
+        }
+    }
+}

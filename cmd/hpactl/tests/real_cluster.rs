@@ -1,0 +1,721 @@
+//! This controller's binary against a real control plane: upstream's etcd and kube-apiserver
+//! (and, as the judge, upstream's kube-controller-manager) of each release in `KUBE_VERSIONS`
+//! (default 1.37.2), built by `hack/kube.sh build`, with the fixture server as the aggregated
+//! metrics APIs (`hpactl cluster`).
+//!
+//! Ignored by a plain `cargo test`: `hack/test.sh` builds (or reuses) the binaries and runs
+//! these with `--ignored`, or says why it skipped them (no Go). Each test brings up its own
+//! cluster in a temporary directory and takes it down again, also when it fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+#[path = "../../../hack/tests/sibling_binary.rs"]
+mod sibling_binary;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hpa_cluster::process::{self, ProcessRecord};
+use hpa_cluster::{Cluster, KubeRelease, UpOptions};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const IGNORED: &str = "real cluster: run by hack/test.sh after hack/kube.sh build";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The releases under test: `KUBE_VERSIONS` (comma-separated), default 1.37.2.
+fn releases() -> Vec<KubeRelease> {
+    std::env::var("KUBE_VERSIONS")
+        .unwrap_or_else(|_| "1.37.2".into())
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+fn controller_binary() -> PathBuf {
+    sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_hpactl"), "kube-hpa-controller")
+}
+
+/// A cluster for one test, taken down when dropped.
+struct TestCluster {
+    cluster: Cluster,
+    _tmp: TempDir,
+}
+
+impl std::ops::Deref for TestCluster {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.cluster
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let _ = hpa_cluster::down(self.cluster.dir());
+        if std::thread::panicking() || std::env::var_os("HPA_KEEP_CLUSTER").is_some() {
+            // Keep the logs of a failed test where the message says.
+            eprintln!(
+                "cluster logs kept in {}",
+                self.cluster.dir().join("logs").display()
+            );
+            self._tmp.keep = true;
+        }
+    }
+}
+
+struct TempDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+async fn cluster_up(release: KubeRelease, name: &str, audit: bool) -> TestCluster {
+    let path = std::env::temp_dir().join(format!(
+        "hpa-real-{name}-{release}-{}-{}",
+        std::process::id(),
+        uuid_suffix()
+    ));
+    let options = UpOptions {
+        dir: path.clone(),
+        release,
+        metrics_server: vec![
+            env!("CARGO_BIN_EXE_hpactl").to_string(),
+            "cluster".into(),
+            "serve-metrics".into(),
+        ],
+        apiserver_flags: Vec::new(),
+        etcd_unsafe_no_fsync: true,
+        audit,
+    };
+    let started = Instant::now();
+    let cluster = hpa_cluster::up(&options)
+        .await
+        .unwrap_or_else(|e| panic!("hpactl cluster up {release}: {e}"));
+    eprintln!("{name}: cluster {release} up in {:?}", started.elapsed());
+    TestCluster {
+        cluster,
+        _tmp: TempDir { path, keep: false },
+    }
+}
+
+fn uuid_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+        % 1_000_000_007
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Starts this controller against the cluster with `kubeconfig`, as component `name`.
+fn start_controller(
+    cluster: &Cluster,
+    name: &str,
+    kubeconfig: &Path,
+    flags: &[&str],
+) -> ProcessRecord {
+    let mut args = vec![
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--secure-port=0".to_string(),
+        "--v=4".to_string(),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    process::spawn(cluster.dir(), name, &controller_binary(), &args, &[]).unwrap()
+}
+
+/// Polls `check` every 500 ms until it returns `Some`, or panics after `timeout` with `what`
+/// and the last state seen.
+async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let start = Instant::now();
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) if start.elapsed() > timeout => {
+                panic!("{what}: not within {timeout:?}; last: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+fn scenario(path: &str) -> hpa_fixtures::Scenario {
+    hpa_fixtures::scenario::load_file(&repo().join(path)).unwrap()
+}
+
+/// What an HPA controller left in the cluster, without times: each HPA's status (replicas,
+/// metrics, conditions with reason and message) and spec'd target replicas, and the set of
+/// events it wrote per HPA.
+async fn outcome(client: &kube::Client) -> BTreeMap<String, Value> {
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), "default");
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let events = events.list(&ListParams::default()).await.unwrap();
+    let mut out = BTreeMap::new();
+    for hpa in hpas.list(&ListParams::default()).await.unwrap() {
+        let name = hpa.metadata.name.clone().unwrap();
+        let status = serde_json::to_value(hpa.status.clone().unwrap_or_default()).unwrap();
+        let conditions: Vec<Value> = status["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| json!([c["type"], c["status"], c["reason"], c["message"]]))
+            .collect();
+        let target = &hpa.spec.scale_target_ref;
+        let api_version = target.api_version.clone().unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        let ar = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+            group,
+            version,
+            &target.kind,
+        ));
+        let ar = kube::core::ApiResource {
+            plural: match target.kind.as_str() {
+                "Deployment" => "deployments",
+                "StatefulSet" => "statefulsets",
+                "ReplicaSet" => "replicasets",
+                "ReplicationController" => "replicationcontrollers",
+                "Widget" => "widgets",
+                other => panic!("unexpected target kind {other}"),
+            }
+            .to_string(),
+            ..ar
+        };
+        let targets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+        let target_obj = targets.get(&target.name).await.unwrap();
+        let hpa_events: BTreeSet<String> = events
+            .iter()
+            .filter(|e| {
+                e.involved_object.kind.as_deref() == Some("HorizontalPodAutoscaler")
+                    && e.involved_object.name.as_deref() == Some(&name)
+            })
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    e.type_.clone().unwrap_or_default(),
+                    e.reason.clone().unwrap_or_default(),
+                    e.message.clone().unwrap_or_default()
+                )
+            })
+            .collect();
+        out.insert(
+            name,
+            json!({
+                "currentReplicas": status["currentReplicas"],
+                "desiredReplicas": status["desiredReplicas"],
+                "currentMetrics": status["currentMetrics"],
+                "conditions": conditions,
+                "scaled": status.get("lastScaleTime").is_some(),
+                "targetReplicas": target_obj.data["spec"]["replicas"],
+                "events": hpa_events,
+            }),
+        );
+    }
+    out
+}
+
+/// Waits until every HPA has a status and the outcome stays the same over three polls
+/// 4 s apart (two sync periods of 2 s each), then returns it.
+async fn settled_outcome(client: &kube::Client, who: &str) -> BTreeMap<String, Value> {
+    let mut last = BTreeMap::new();
+    let mut same = 0;
+    let start = Instant::now();
+    loop {
+        let now = outcome(client).await;
+        let complete = now
+            .values()
+            .all(|v| v["desiredReplicas"].is_number() && v["scaled"] == true);
+        if complete && now == last {
+            same += 1;
+            if same >= 2 {
+                return now;
+            }
+        } else {
+            same = 0;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{who}: the HPAs did not settle in 120 s; last: {}",
+            serde_json::to_string_pretty(&now).unwrap()
+        );
+        last = now;
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    }
+}
+
+fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
+    let out = Command::new(cluster.binaries().path("kubectl"))
+        .arg(format!(
+            "--kubeconfig={}",
+            cluster.admin_kubeconfig().display()
+        ))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const SYNC: &str = "--horizontal-pod-autoscaler-sync-period=2s";
+
+/// Items 4 and 5: on every scale target kind (Deployment, StatefulSet, ReplicaSet,
+/// ReplicationController, a CRD with a scale subresource) and metric type (Resource,
+/// ContainerResource, Pods, Object, External), this controller against the real apiserver
+/// leaves exactly what upstream's kube-controller-manager of the same release leaves on an
+/// identical cluster: replicas, status, conditions and events, all accepted by the real
+/// validation and shown by `kubectl describe hpa`.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn same_outcome_as_kube_controller_manager_on_every_target_and_metric_type() {
+    let _ = IGNORED;
+    let rt = runtime();
+    let s = scenario("test-fixtures/real-cluster/all-targets-all-metrics.json");
+    for release in releases() {
+        rt.block_on(async {
+            let ours = {
+                let c = cluster_up(release, "ours", false).await;
+                c.load(&s).await.unwrap();
+                start_controller(
+                    &c,
+                    "controller",
+                    &c.controller_kubeconfig(),
+                    &["--leader-elect=false", SYNC],
+                );
+                let client = c.admin_client().await.unwrap();
+                let o = settled_outcome(&client, "kube-hpa-controller").await;
+                let described = kubectl(&c, &["describe", "hpa", "web"]);
+                for needle in [
+                    "SuccessfulRescale",
+                    "ValidMetricFound",
+                    "resource cpu on pods  (as a percentage of request)",
+                ] {
+                    assert!(described.contains(needle), "{needle} not in:\n{described}");
+                }
+                o
+            };
+            let upstream = {
+                let c = cluster_up(release, "kcm", false).await;
+                c.load(&s).await.unwrap();
+                c.start_kcm(&[SYNC.to_string()]).await.unwrap();
+                let client = c.admin_client().await.unwrap();
+                settled_outcome(&client, "kube-controller-manager").await
+            };
+            assert_eq!(
+                serde_json::to_string_pretty(&ours).unwrap(),
+                serde_json::to_string_pretty(&upstream).unwrap(),
+                "{release}: this controller (left) and kube-controller-manager (right) differ"
+            );
+            // Every HPA scaled up, on every target kind.
+            assert_eq!(ours.len(), 5, "{ours:?}");
+            for (name, o) in &ours {
+                assert!(
+                    o["targetReplicas"].as_i64().unwrap() > 2,
+                    "{name} was not scaled up: {o}"
+                );
+            }
+        });
+    }
+}
+
+/// The credential id the audit log records for a ServiceAccount token (`JTI=<jti>`).
+fn credential_id(token: &str) -> String {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap();
+    format!("JTI={}", claims["jti"].as_str().unwrap())
+}
+
+/// Write requests in the audit log made with `credential`, received after `after`, other
+/// than the `LeaderElection` events on the Lease in kube-system (client-go records "stopped
+/// leading" there once the Lease is lost, as KCM does).
+fn writes_by(cluster: &Cluster, credential: &str, after: jiff::Timestamp) -> Vec<String> {
+    let text = std::fs::read_to_string(cluster.audit_log()).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["user"]["extra"]["authentication.kubernetes.io/credential-id"]
+                .as_array()
+                .is_some_and(|ids| ids.iter().any(|i| i == credential))
+        })
+        .filter(|e| {
+            !(e["objectRef"]["resource"] == "events"
+                && e["objectRef"]["namespace"] == "kube-system")
+        })
+        .filter(|e| {
+            e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .is_some_and(|t| t > after)
+        })
+        .map(|e| format!("{} {}", e["verb"], e["requestURI"]))
+        .collect()
+}
+
+async fn lease_holder(client: &kube::Client) -> String {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    leases
+        .get_opt("kube-hpa-controller")
+        .await
+        .unwrap()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default()
+}
+
+async fn set_cpu_usage(cluster: &Cluster, millis: u32) {
+    let pm = |name: &str| {
+        json!({
+            "apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "timestamp": jiff::Timestamp::now().to_string(), "window": "30s",
+            "containers": [{"name": "app", "usage": {"cpu": format!("{millis}m"), "memory": "10Mi"}}],
+        })
+    };
+    cluster
+        .metrics_step(&json!({"apply": [pm("web-1"), pm("web-2")]}))
+        .await
+        .unwrap();
+}
+
+async fn deployment_replicas(client: &kube::Client, name: &str) -> i64 {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), "default");
+    i64::from(api.get(name).await.unwrap().spec.replicas.unwrap_or(1))
+}
+
+const LEASE_FLAGS: [&str; 4] = [
+    "--leader-elect=true",
+    "--leader-elect-lease-duration=6s",
+    "--leader-elect-renew-deadline=4s",
+    "--leader-elect-retry-period=1s",
+];
+
+/// Two replicas with leader election on a real Lease: the leader killed with SIGKILL, the
+/// standby takes over and acts; a leader frozen (SIGSTOP) until a standby took the Lease
+/// writes nothing once resumed (the audit log, by token) and exits 1.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn leader_election_on_a_real_lease() {
+    let rt = runtime();
+    let s = scenario("test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml");
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "leader", true).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            let mut flags: Vec<&str> = LEASE_FLAGS.to_vec();
+            flags.push(SYNC);
+            let mut tokens = BTreeMap::new();
+            let mut replicas = BTreeMap::new();
+            for name in ["replica-a", "replica-b"] {
+                let kc = c.dir().join(format!("{name}.kubeconfig"));
+                tokens.insert(name, c.write_controller_kubeconfig(&kc).await.unwrap());
+                replicas.insert(name, start_controller(&c, name, &kc, &flags));
+                if name == "replica-a" {
+                    eventually(Duration::from_secs(20), "replica-a leads", || async {
+                        let h = lease_holder(&client).await;
+                        if h.is_empty() {
+                            Err("no holder".to_string())
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .await;
+                }
+            }
+            let first = lease_holder(&client).await;
+            // The leader scales 2 -> 4 (the scenario's load).
+            eventually(
+                Duration::from_secs(30),
+                "the leader scales to 4",
+                || async {
+                    match deployment_replicas(&client, "web").await {
+                        4 => Ok(()),
+                        n => Err(format!("{n} replicas")),
+                    }
+                },
+            )
+            .await;
+
+            // kill -9 the leader: the standby takes the Lease and acts on new load.
+            process::kill(&replicas["replica-a"]);
+            let killed_at = jiff::Timestamp::now();
+            let second = eventually(Duration::from_secs(20), "replica-b takes over", || async {
+                let h = lease_holder(&client).await;
+                if h != first && !h.is_empty() {
+                    Ok(h)
+                } else {
+                    Err(h)
+                }
+            })
+            .await;
+            set_cpu_usage(&c, 150).await;
+            eventually(
+                Duration::from_secs(30),
+                "the new leader scales on new load",
+                || async {
+                    match deployment_replicas(&client, "web").await {
+                        n if n > 4 => Ok(()),
+                        n => Err(format!("{n} replicas")),
+                    }
+                },
+            )
+            .await;
+            assert!(
+                writes_by(&c, &credential_id(&tokens["replica-a"]), killed_at).is_empty(),
+                "the killed leader wrote"
+            );
+
+            // Freeze the leader; a third replica takes over; the frozen one, resumed, writes
+            // nothing and exits.
+            let kc = c.dir().join("replica-c.kubeconfig");
+            c.write_controller_kubeconfig(&kc).await.unwrap();
+            let rc = start_controller(&c, "replica-c", &kc, &flags);
+            let b = &replicas["replica-b"];
+            rustix::process::kill_process(
+                rustix::process::Pid::from_raw(b.pid as i32).unwrap(),
+                rustix::process::Signal::STOP,
+            )
+            .unwrap();
+            let third = eventually(Duration::from_secs(20), "replica-c takes over", || async {
+                let h = lease_holder(&client).await;
+                if h != second && !h.is_empty() {
+                    Ok(h)
+                } else {
+                    Err(h)
+                }
+            })
+            .await;
+            let taken_at = jiff::Timestamp::now();
+            assert_ne!(third, second);
+            // New load for the new leader, while the old one resumes.
+            set_cpu_usage(&c, 40).await;
+            rustix::process::kill_process(
+                rustix::process::Pid::from_raw(b.pid as i32).unwrap(),
+                rustix::process::Signal::CONT,
+            )
+            .unwrap();
+            assert!(
+                process::wait_exit(b, Duration::from_secs(15)),
+                "the resumed old leader did not exit after losing the Lease"
+            );
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let late = writes_by(&c, &credential_id(&tokens["replica-b"]), taken_at);
+            assert!(
+                late.is_empty(),
+                "the old leader wrote after losing the Lease: {late:?}"
+            );
+            assert!(process::alive(&rc), "replica-c exited");
+        });
+    }
+}
+
+async fn scale_deployment(client: &kube::Client, name: &str, replicas: i64) {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), "default");
+    api.patch_scale(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+    )
+    .await
+    .unwrap();
+}
+
+async fn clamps_back(client: &kube::Client, what: &str) {
+    scale_deployment(client, "web", 8).await;
+    eventually(
+        Duration::from_secs(30),
+        &format!("{what}: the controller scales 8 back to maxReplicas 4"),
+        || async {
+            match deployment_replicas(client, "web").await {
+                4 => Ok(()),
+                n => Err(format!("{n} replicas")),
+            }
+        },
+    )
+    .await;
+}
+
+/// The scale-target cache through real watches: another actor scales the Deployment above
+/// maxReplicas and the controller (cache on, the default) scales it back: at first, after
+/// kube-apiserver restarts, after a restart that follows an etcd compaction (the resumed
+/// watches are answered 410 Gone and relist), and after etcd restarts.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn scale_target_cache_through_real_watches() {
+    let rt = runtime();
+    let mut s = scenario("test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml");
+    for o in &mut s.objects {
+        if o["kind"] == "HorizontalPodAutoscaler" {
+            o["spec"]["maxReplicas"] = json!(4);
+        }
+    }
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "watches", false).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            let ctl = start_controller(
+                &c,
+                "controller",
+                &c.controller_kubeconfig(),
+                &["--leader-elect=false", SYNC, "--scale-target-cache=true"],
+            );
+            eventually(Duration::from_secs(30), "first scale to 4", || async {
+                match deployment_replicas(&client, "web").await {
+                    4 => Ok(()),
+                    n => Err(format!("{n}")),
+                }
+            })
+            .await;
+            clamps_back(&client, "watching").await;
+
+            c.restart_component("kube-apiserver").await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            clamps_back(&client, "after an apiserver restart").await;
+
+            // Freeze the controller, write past its watches' resourceVersions, compact etcd
+            // and restart the apiserver (its watch cache then starts after the compaction):
+            // the resumed watches are answered 410 Gone.
+            let pid = rustix::process::Pid::from_raw(ctl.pid as i32).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+            scale_deployment(&client, "web", 8).await;
+            for i in 0..20 {
+                let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+                    Api::namespaced(client.clone(), "default");
+                let cm: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(
+                    json!({"metadata": {"name": format!("churn-{i}")}, "data": {"i": i.to_string()}}),
+                )
+                .unwrap();
+                cms.create(&Default::default(), &cm).await.unwrap();
+            }
+            c.compact_etcd().await.unwrap();
+            c.restart_component("kube-apiserver").await.unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+            let client = c.admin_client().await.unwrap();
+            eventually(
+                Duration::from_secs(40),
+                "after a compaction: the controller relists and scales 8 back to 4",
+                || async {
+                    match deployment_replicas(&client, "web").await {
+                        4 => Ok(()),
+                        n => Err(format!("{n} replicas")),
+                    }
+                },
+            )
+            .await;
+
+            c.restart_component("etcd").await.unwrap();
+            clamps_back(&client, "after an etcd restart").await;
+            assert!(process::alive(&ctl), "the controller exited");
+        });
+    }
+}
+
+/// SIGTERM: the leader releases its Lease and exits 0 within 2 s.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn sigterm_releases_the_lease() {
+    let rt = runtime();
+    let s = scenario("test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml");
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "sigterm", false).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            let mut flags: Vec<&str> = LEASE_FLAGS.to_vec();
+            flags.push(SYNC);
+            // A child of this process, so its exit status can be read.
+            let mut child = Command::new(controller_binary())
+                .arg(format!(
+                    "--kubeconfig={}",
+                    c.controller_kubeconfig().display()
+                ))
+                .arg("--secure-port=0")
+                .args(&flags)
+                .stderr(std::fs::File::create(c.dir().join("logs/sigterm.log")).unwrap())
+                .spawn()
+                .unwrap();
+            eventually(Duration::from_secs(20), "leads", || async {
+                let h = lease_holder(&client).await;
+                if h.is_empty() {
+                    Err("no holder".to_string())
+                } else {
+                    Ok(())
+                }
+            })
+            .await;
+            eventually(Duration::from_secs(30), "scales", || async {
+                match deployment_replicas(&client, "web").await {
+                    4 => Ok(()),
+                    n => Err(format!("{n}")),
+                }
+            })
+            .await;
+            let sent = Instant::now();
+            rustix::process::kill_process(
+                rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+                rustix::process::Signal::TERM,
+            )
+            .unwrap();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                assert!(
+                    sent.elapsed() < Duration::from_secs(5),
+                    "no exit within 5 s"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert!(status.success(), "exit status {status}");
+            assert!(
+                sent.elapsed() < Duration::from_secs(2),
+                "exit took {:?}",
+                sent.elapsed()
+            );
+            assert_eq!(
+                lease_holder(&client).await,
+                "",
+                "the Lease was not released"
+            );
+        });
+    }
+}
