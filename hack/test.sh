@@ -31,3 +31,21 @@ cargo test --workspace
 # off (crates/fixtures/tests/scenarios.rs); this runs them once more through the CLI.
 echo "== hpactl replay test-fixtures/scenarios (--scale-target-cache: the default, true)"
 cargo run -q -p hpactl -- replay test-fixtures/scenarios
+
+# The real control plane: upstream's kube-apiserver, etcd and kube-controller-manager, built from
+# upstream's Go modules by hack/kube.sh (cached outside the repository; a built version is reused),
+# for each version in KUBE_VERSIONS (comma-separated; default 1.37.2; the tested ones are
+# `hack/kube.sh versions`). The tests bring up their own clusters (cmd/hpactl/tests/real_cluster*.rs).
+echo "== real-cluster tests (KUBE_VERSIONS=${KUBE_VERSIONS:=1.37.2})"
+if ! command -v go >/dev/null 2>&1; then
+    echo "SKIPPED: the real-cluster tests: Go is not installed, so upstream's binaries cannot be built (hack/kube.sh)"
+    exit 0
+fi
+hack/tests/kube_sh.sh
+IFS=, read -r -a kube_versions <<<"$KUBE_VERSIONS"
+started=$SECONDS
+hack/kube.sh build "${kube_versions[@]}"
+echo "   binaries ready in $((SECONDS - started)) s"
+started=$SECONDS
+KUBE_VERSIONS=$KUBE_VERSIONS cargo test -p hpactl --test 'real_cluster*' -- --ignored --test-threads=1
+echo "   real-cluster tests took $((SECONDS - started)) s"

@@ -719,3 +719,122 @@ fn sigterm_releases_the_lease() {
         });
     }
 }
+
+/// Item 3 and side by side: two clusters brought up at once (own ports, own processes), each
+/// serving its metrics through the real aggregator: `kubectl top pods`, custom (pods and object)
+/// and external metrics via `kubectl get --raw`; the metrics server refuses a client that is
+/// not the aggregator; RBAC of the real apiserver applies to the metrics APIs; `cluster down`
+/// of one leaves the other running.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn metrics_through_the_aggregator_and_two_clusters_side_by_side() {
+    let rt = runtime();
+    let s = scenario("test-fixtures/real-cluster/all-targets-all-metrics.json");
+    for release in releases() {
+        rt.block_on(async {
+            let (a, b) = tokio::join!(
+                cluster_up(release, "side-a", false),
+                cluster_up(release, "side-b", false)
+            );
+            assert_ne!(a.state().ports.apiserver, b.state().ports.apiserver);
+            for c in [&a, &b] {
+                c.load(&s).await.unwrap();
+                let top = kubectl(c, &["top", "pods", "--no-headers"]);
+                assert!(
+                    top.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+                        == ["web-1", "90m", "10Mi"]),
+                    "kubectl top pods:\n{top}"
+                );
+                let raw = |path: &str| -> Value {
+                    serde_json::from_str(&kubectl(c, &["get", "--raw", path])).unwrap()
+                };
+                let discovery = raw("/apis/custom.metrics.k8s.io/v1beta2");
+                assert_eq!(discovery["kind"], "APIResourceList", "{discovery}");
+                let pods = raw(
+                    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/requests_per_second?labelSelector=app%3Drs",
+                );
+                let values: Vec<&str> = pods["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["value"].as_str().unwrap())
+                    .collect();
+                assert_eq!(values, ["20", "20"], "{pods}");
+                let object = raw(
+                    "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/front/requests",
+                );
+                assert_eq!(object["items"][0]["value"], "300", "{object}");
+                let external = raw(
+                    "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_depth?labelSelector=queue%3Djobs",
+                );
+                assert_eq!(external["items"][0]["value"], "30", "{external}");
+            }
+
+            // The real apiserver authorizes metrics requests: the controller's ServiceAccount
+            // may list pod metrics, a ServiceAccount without a binding may not.
+            let ctl = a.client_from(&a.controller_kubeconfig()).await.unwrap();
+            let req = || {
+                http::Request::get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods")
+                    .body(Vec::new())
+                    .unwrap()
+            };
+            ctl.request_text(req()).await.unwrap();
+            let admin = a.admin_client().await.unwrap();
+            let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+                Api::namespaced(admin.clone(), "default");
+            let nobody: k8s_openapi::api::core::v1::ServiceAccount =
+                serde_json::from_value(json!({"metadata": {"name": "nobody"}})).unwrap();
+            sas.create(&Default::default(), &nobody).await.unwrap();
+            let token: Value = admin
+                .request(
+                    http::Request::post("/api/v1/namespaces/default/serviceaccounts/nobody/token")
+                        .header("content-type", "application/json")
+                        .body(
+                            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+                                .to_string()
+                                .into_bytes(),
+                        )
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            let kc = a.dir().join("nobody.kubeconfig");
+            std::fs::write(
+                &kc,
+                hpa_cluster::kubeconfig::kubeconfig(
+                    &a.server_url(),
+                    &std::fs::read_to_string(a.pki().file("ca.crt")).unwrap(),
+                    "nobody",
+                    &hpa_cluster::kubeconfig::Credentials::Token(
+                        token["status"]["token"].as_str().unwrap(),
+                    ),
+                ),
+            )
+            .unwrap();
+            let nobody = a.client_from(&kc).await.unwrap();
+            match nobody.request_text(req()).await {
+                Err(kube::Error::Api(s)) => assert_eq!(s.code, 403, "{s:?}"),
+                other => panic!("a ServiceAccount without RBAC read pod metrics: {other:?}"),
+            }
+
+            // The metrics server itself only answers the aggregator (request-header client
+            // certificate): a direct request without one is 401.
+            let mut direct = kube::Config::new(
+                format!("https://127.0.0.1:{}", a.state().ports.metrics)
+                    .parse()
+                    .unwrap(),
+            );
+            direct.accept_invalid_certs = true;
+            let direct = kube::Client::try_from(direct).unwrap();
+            match direct.request_text(req()).await {
+                Err(kube::Error::Api(s)) => assert_eq!(s.code, 401, "{s:?}"),
+                other => panic!("the metrics server answered a direct request: {other:?}"),
+            }
+
+            // Down one: the other keeps answering.
+            hpa_cluster::down(a.dir()).unwrap();
+            let top = kubectl(&b, &["top", "pods", "--no-headers"]);
+            assert!(top.contains("web-2"), "{top}");
+        });
+    }
+}
