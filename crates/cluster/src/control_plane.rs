@@ -69,7 +69,9 @@ pub enum ClusterError {
         source: std::io::Error,
     },
     /// `DIR/cluster.json` is missing or unreadable.
-    #[error("{path}: no cluster here ({reason}); run: hpactl cluster up --dir {dir}")]
+    #[error(
+        "{path}: no cluster here ({reason}); run: hpactl cluster up --kube-version VERSION --dir {dir}"
+    )]
     NoCluster {
         /// The state file.
         path: PathBuf,
@@ -658,6 +660,7 @@ fn apiserver_args(dir: &Path, ports: &Ports, extra: &[String]) -> Vec<String> {
 /// aggregated metrics server with its `APIService`s (waiting until they are Available). On
 /// failure, whatever was started is stopped again.
 pub async fn up(options: &UpOptions) -> Result<Cluster, ClusterError> {
+    let binaries = KubeBinaries::locate(options.release)?;
     let dir = &options.dir;
     std::fs::create_dir_all(dir).map_err(file_err(dir))?;
     let dir = std::fs::canonicalize(dir).map_err(file_err(dir))?;
@@ -670,7 +673,6 @@ pub async fn up(options: &UpOptions) -> Result<Cluster, ClusterError> {
             });
         }
     }
-    let binaries = KubeBinaries::locate(options.release)?;
     // A previous cluster's data and records are gone; its logs are kept, appended to.
     for stale in ["etcd", "run", "apiserver-certs", "kcm-certs"] {
         let p = dir.join(stale);
