@@ -47,5 +47,6 @@ started=$SECONDS
 hack/kube.sh build "${kube_versions[@]}"
 echo "   binaries ready in $((SECONDS - started)) s"
 started=$SECONDS
-KUBE_VERSIONS=$KUBE_VERSIONS cargo test -p hpactl --test 'real_cluster*' -- --ignored --test-threads=1
+# --workspace: the features the workspace test above built with (no rebuild for -p alone).
+KUBE_VERSIONS=$KUBE_VERSIONS cargo test --workspace --test 'real_cluster*' -- --ignored --test-threads=1
 echo "   real-cluster tests took $((SECONDS - started)) s"
