@@ -781,7 +781,12 @@ fn fixture_server_answers_as_the_real_apiserver() {
 }
 
 async fn differential(release: KubeRelease) {
-    let scenario: Scenario = hpa_fixtures::scenario::load_str(SCENARIO, "differential.yaml")
+    // The fixture server plays the cluster's own version (HPA generation from 1.37, ...).
+    let text = SCENARIO.replace(
+        "serverVersion: \"1.37\"",
+        &format!("serverVersion: \"1.{}\"", release.minor),
+    );
+    let scenario: Scenario = hpa_fixtures::scenario::load_str(&text, "differential.yaml")
         .unwrap_or_else(|e| panic!("{e}"));
     let cluster = cluster_up(release, "differential").await;
     cluster.load(&scenario).await.unwrap();
@@ -2027,7 +2032,18 @@ async fn sweep(release: KubeRelease) {
         files.len(),
         refused.len()
     );
-    let documented: BTreeSet<String> = DOCUMENTED_REFUSALS.iter().map(|s| s.to_string()).collect();
+    let mut documented: BTreeSet<String> =
+        DOCUMENTED_REFUSALS.iter().map(|s| s.to_string()).collect();
+    if release.minor < 37 {
+        // HPAScaleToZero is off by default before 1.37: an HPA with minReplicas 0 is refused.
+        documented.extend(REFUSED_WITHOUT_SCALE_TO_ZERO.iter().map(|(file, hpa)| {
+            format!(
+                "test-fixtures/scenarios/{file}: HorizontalPodAutoscaler default/{hpa}: create: \
+                 Invalid HorizontalPodAutoscaler.autoscaling \"{hpa}\" is invalid: \
+                 spec.minReplicas: Invalid value: 0: must be greater than or equal to 1"
+            )
+        }));
+    }
     let new: Vec<&String> = refused.difference(&documented).collect();
     let gone: Vec<&String> = documented.difference(&refused).collect();
     assert!(
@@ -2045,8 +2061,41 @@ async fn sweep(release: KubeRelease) {
     );
 }
 
-/// The refusals of `every_scenario_object_a_real_apiserver_refuses_is_documented`, as
-/// `docs/real-cluster-differences.md` lists them.
+/// The scenarios (file, HPA) whose HPA has `minReplicas: 0`, which a server without
+/// HPAScaleToZero (1.35 and 1.36 by default) refuses.
+const REFUSED_WITHOUT_SCALE_TO_ZERO: &[(&str, &str)] = &[
+    ("branches/min-replicas-zero-scales-from-zero.yaml", "worker"),
+    ("branches/min-replicas-zero-stays-at-zero.yaml", "worker"),
+    (
+        "metrics/external-value-scale-from-zero-ignores-tolerance.yaml",
+        "web",
+    ),
+    ("metrics/object-value-scale-to-zero-and-back.yaml", "web"),
+    ("versions/manual-zero-not-scaled-up-1-37.yaml", "worker"),
+    (
+        "versions/scaled-to-zero-condition-and-back-1-37.yaml",
+        "web",
+    ),
+    (
+        "versions/scaled-to-zero-condition-and-back-gate-on-1-36.yaml",
+        "web",
+    ),
+    (
+        "versions/scaled-to-zero-ignored-gate-off-1-37.yaml",
+        "worker",
+    ),
+    (
+        "versions/scaled-to-zero-scales-from-zero-1-37.yaml",
+        "worker",
+    ),
+    (
+        "versions/zero-replicas-disable-scaling-gate-off-1-36.yaml",
+        "web",
+    ),
+];
+
+/// The refusals of `every_scenario_object_a_real_apiserver_refuses_is_documented` on every
+/// version, as `docs/real-cluster-differences.md` lists them.
 const DOCUMENTED_REFUSALS: &[&str] = &[
     "test-fixtures/scenarios/faults-io/invalid-scale-target-api-version.yaml: HorizontalPodAutoscaler default/web: create: Invalid HorizontalPodAutoscaler.autoscaling \"web\" is invalid: spec.scaleTargetRef.apiVersion: Invalid value: \"apps/v1/extra\": unexpected GroupVersion string: apps/v1/extra",
     "test-fixtures/scenarios/metrics/invalid-metric-source-type.yaml: HorizontalPodAutoscaler default/web: create: Invalid HorizontalPodAutoscaler.autoscaling \"web\" is invalid: spec.metrics[0].type: Unsupported value: \"CheddarCheese\": supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
