@@ -15,11 +15,13 @@
 //! - [`kcm`]: upstream's kube-controller-manager with only its HPA controller.
 //! - [`load`]: a scenario's objects in the real cluster, times moved to now.
 //! - [`metrics_server`]: the aggregated metrics server process.
+//! - [`drive`]: a workload played into a cluster in wall-clock time (`hpactl drive`).
 //! - [`apply`], [`kubeconfig`]: creating objects; writing kubeconfigs.
 
 pub mod apply;
 pub mod binaries;
 pub mod control_plane;
+pub mod drive;
 pub mod kcm;
 pub mod kubeconfig;
 pub mod load;

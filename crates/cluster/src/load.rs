@@ -176,7 +176,7 @@ impl Cluster {
 }
 
 /// Creates namespace `ns` (if missing) and its `default` ServiceAccount.
-async fn ensure_namespace(applier: &mut Applier, ns: &str) -> Result<(), ClusterError> {
+pub(crate) async fn ensure_namespace(applier: &mut Applier, ns: &str) -> Result<(), ClusterError> {
     applier
         .apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
         .await?;
@@ -190,7 +190,10 @@ async fn ensure_namespace(applier: &mut Applier, ns: &str) -> Result<(), Cluster
 }
 
 /// Waits until a CRD is Established (its kind is then served).
-async fn wait_established(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
+pub(crate) async fn wait_established(
+    client: &kube::Client,
+    name: &str,
+) -> Result<(), ClusterError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for _ in 0..120 {
         let crd = api.get(name).await.map_err(|source| ClusterError::Api {
