@@ -28,6 +28,7 @@ use hpa_fixtures::scenario::{self, Scenario, ScenarioError};
 
 mod cluster;
 mod demo;
+mod drive;
 mod explain;
 mod out;
 
@@ -147,6 +148,10 @@ enum Command {
     /// A real control plane on loopback: upstream's etcd, kube-apiserver and (on demand)
     /// kube-controller-manager, with the fixture server as the aggregated metrics APIs.
     Cluster(cluster::ClusterArgs),
+    /// Play a workload into a cluster of `hpactl cluster up` in wall-clock time: HPAs of every
+    /// metric type and target kind, pods that follow the scale, metric values that follow a
+    /// load timeline, metric API failures and HPA edits (seeded, or from a simulate file).
+    Drive(drive::DriveArgs),
     /// What an HPA would do under a load timeline: runs the controller's decision code on a
     /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
     /// DIR/simulation.csv and DIR/simulation.svg.
@@ -268,6 +273,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Record(args) => record_cmd(args),
         Command::Cluster(args) => cluster::run(args),
+        Command::Drive(args) => drive::run(args),
         Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
     }
 }
@@ -663,33 +669,63 @@ fn simulate_cmd(file: &Path, out: &Path, compare: Option<&Path>) -> ExitCode {
 #[derive(Debug, Args)]
 struct RecordArgs {
     /// The kubeconfig of the cluster.
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "from_samples")]
+    kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: its current context).
     #[arg(long)]
     context: Option<String>,
-    /// The namespace to record.
-    #[arg(long, short = 'n', value_name = "NS")]
-    namespace: String,
+    /// The namespace to record; repeat it to record several at once, one scenario each
+    /// (then `--out` is a directory and each scenario is written to `OUT/NAMESPACE.yaml`).
+    #[arg(long, short = 'n', value_name = "NS", required = true)]
+    namespace: Vec<String>,
     /// Only this HPA (default: every HPA of the namespace).
     #[arg(long, value_name = "NAME")]
     hpa: Option<String>,
     /// How long to record (e.g. 10m).
-    #[arg(long, value_name = "DURATION")]
-    duration: GoDuration,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        required_unless_present = "from_samples"
+    )]
+    duration: Option<GoDuration>,
     /// Time between samples; at least the live controller's sync period (e.g. 30s).
-    #[arg(long, value_name = "DURATION")]
-    interval: GoDuration,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        required_unless_present = "from_samples"
+    )]
+    interval: Option<GoDuration>,
+    /// Also keep what was sampled, as `DIR/NAMESPACE.samples.json` (to build the scenarios
+    /// again with `--from-samples`).
+    #[arg(long, value_name = "DIR")]
+    samples: Option<PathBuf>,
+    /// Build the scenarios from samples kept with `--samples` instead of reading a cluster.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["samples", "kubeconfig"])]
+    from_samples: Option<PathBuf>,
     /// The live controller's flags, written into the scenario so that the replay decides
     /// as it did (repeatable), e.g. `--flag horizontal-pod-autoscaler-tolerance=0.05`.
     #[arg(long = "flag", value_name = "NAME=VALUE")]
     flags: Vec<String>,
-    /// The scenario's name (default: recorded-NAMESPACE).
+    /// kube-controller-manager's log (klog text, `--v=4` or more, e.g. `hpactl cluster kcm`'s
+    /// DIR/logs/kube-controller-manager.log), read when the recording ends: every reconcile it
+    /// shows is replayed at its time, and expected where the samples around it agree.
+    #[arg(long, value_name = "FILE")]
+    controller_log: Option<PathBuf>,
+    /// The scenario's name (default: recorded-NAMESPACE; with several namespaces,
+    /// NAME-NAMESPACE).
     #[arg(long)]
     name: Option<String>,
-    /// Where to write the scenario (YAML, or JSON for `*.json`).
-    #[arg(long, short, value_name = "FILE")]
+    /// Where to write the scenario (YAML, or JSON for `*.json`); with several namespaces, the
+    /// directory (created) for one `NAMESPACE.yaml` each.
+    #[arg(long, short, value_name = "FILE|DIR")]
     out: PathBuf,
+}
+
+/// What `hpactl record --samples` keeps of one namespace.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptSamples {
+    server_version: Option<String>,
+    samples: Vec<hpa_fixtures::record::Sample>,
 }
 
 /// `hpactl record`: exit 2 for a wrong command line, 1 when the cluster cannot be read or
@@ -708,58 +744,145 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
         eprintln!("--flag: {e}");
         return ExitCode::from(EXIT_INVALID);
     }
-    let cfg = RecordConfig {
-        name: args
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("recorded-{}", args.namespace)),
-        namespace: args.namespace.clone(),
-        hpa: args.hpa.clone(),
-        duration: args.duration.to_std(),
-        interval: args.interval.to_std(),
-        flags,
-        server_version: None,
-    };
-    if cfg.interval.is_zero() {
+    let interval = args
+        .interval
+        .map_or(std::time::Duration::from_secs(1), |d| d.to_std());
+    let duration = args
+        .duration
+        .map_or(std::time::Duration::ZERO, |d| d.to_std());
+    if interval.is_zero() {
         eprintln!("--interval must be above 0");
         return ExitCode::from(EXIT_INVALID);
     }
+    let several = args.namespace.len() > 1;
+    if several && args.hpa.is_some() {
+        eprintln!("--hpa records one HPA of one namespace; give one --namespace with it");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let configs: Vec<RecordConfig> = args
+        .namespace
+        .iter()
+        .map(|ns| RecordConfig {
+            name: match (&args.name, several) {
+                (Some(n), false) => n.clone(),
+                (Some(n), true) => format!("{n}-{ns}"),
+                (None, _) => format!("recorded-{ns}"),
+            },
+            namespace: ns.clone(),
+            hpa: args.hpa.clone(),
+            duration,
+            interval,
+            flags: flags.clone(),
+            server_version: None,
+        })
+        .collect();
+    let outputs: Vec<PathBuf> = if several {
+        if let Err(e) = std::fs::create_dir_all(&args.out) {
+            eprintln!("{}: {e}", args.out.display());
+            return ExitCode::FAILURE;
+        }
+        args.namespace
+            .iter()
+            .map(|ns| args.out.join(format!("{ns}.yaml")))
+            .collect()
+    } else {
+        vec![args.out.clone()]
+    };
     let rt = match new_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    let result: anyhow::Result<serde_json::Value> = rt.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&args.kubeconfig)?;
-        let options = kube::config::KubeConfigOptions {
-            context: args.context.clone(),
-            ..Default::default()
+    let result: anyhow::Result<Vec<serde_json::Value>> = rt.block_on(async {
+        let recorded: Vec<(Vec<record::Sample>, RecordConfig)> = match &args.from_samples {
+            Some(dir) => configs
+                .into_iter()
+                .map(|mut cfg| {
+                    let path = dir.join(format!("{}.samples.json", cfg.namespace));
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    let kept: KeptSamples = serde_json::from_str(&text)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    cfg.server_version = kept.server_version;
+                    Ok((kept.samples, cfg))
+                })
+                .collect::<anyhow::Result<_>>()?,
+            None => {
+                let Some(path) = &args.kubeconfig else {
+                    anyhow::bail!("--kubeconfig is required");
+                };
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+                let options = kube::config::KubeConfigOptions {
+                    context: args.context.clone(),
+                    ..Default::default()
+                };
+                let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+                let client = kube::Client::try_from(config)?;
+                let version = record::server_version(&client).await;
+                // Every namespace on the same clock, each sampled by its own task.
+                let runs = configs.into_iter().map(|mut cfg| {
+                    cfg.server_version = version.clone();
+                    let client = client.clone();
+                    async move {
+                        let samples = record::record(&client, &cfg).await?;
+                        Ok::<_, record::RecordError>((samples, cfg))
+                    }
+                });
+                futures::future::try_join_all(runs).await?
+            }
         };
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
-        let client = kube::Client::try_from(config)?;
-        let mut cfg = cfg;
-        cfg.server_version = record::server_version(&client).await;
-        let samples = record::record(&client, &cfg).await?;
-        Ok(record::scenario(&samples, &cfg))
+        if let Some(dir) = &args.samples {
+            std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+            for (samples, cfg) in &recorded {
+                let path = dir.join(format!("{}.samples.json", cfg.namespace));
+                let kept = KeptSamples {
+                    server_version: cfg.server_version.clone(),
+                    samples: samples.clone(),
+                };
+                std::fs::write(&path, serde_json::to_vec(&kept)?)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            }
+        }
+        let log = match &args.controller_log {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--controller-log {}: {e}", path.display()))?,
+            ),
+            None => None,
+        };
+        Ok(recorded
+            .iter()
+            .map(|(samples, cfg)| match &log {
+                Some(text) => {
+                    let year = samples
+                        .first()
+                        .map_or(1970, |s| s.at.to_zoned(jiff::tz::TimeZone::UTC).year());
+                    let syncs = record::syncs_from_log(text, year, samples);
+                    let rescales = record::rescales_from_log(text, year);
+                    record::scenario_with_syncs(samples, cfg, &syncs, &rescales)
+                }
+                None => record::scenario(samples, cfg),
+            })
+            .collect())
     });
-    let doc = match result {
+    let docs = match result {
         Ok(d) => d,
         Err(e) => {
             eprintln!("hpactl record: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let json = args.out.extension().is_some_and(|e| e == "json");
-    let written = std::fs::File::create(&args.out)
-        .map_err(anyhow::Error::from)
-        .and_then(|f| write_doc(std::io::BufWriter::new(f), &doc, json));
-    match written {
-        Ok(()) => {
-            eprintln!("wrote {}", args.out.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}: {e:#}", args.out.display());
-            ExitCode::FAILURE
+    for (doc, out) in docs.iter().zip(&outputs) {
+        let json = out.extension().is_some_and(|e| e == "json");
+        let written = std::fs::File::create(out)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| write_doc(std::io::BufWriter::new(f), doc, json));
+        match written {
+            Ok(()) => eprintln!("wrote {}", out.display()),
+            Err(e) => {
+                eprintln!("{}: {e:#}", out.display());
+                return ExitCode::FAILURE;
+            }
         }
     }
+    ExitCode::SUCCESS
 }

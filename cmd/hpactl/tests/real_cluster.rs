@@ -838,3 +838,88 @@ fn metrics_through_the_aggregator_and_two_clusters_side_by_side() {
         });
     }
 }
+
+/// Upstream as the judge, end to end: upstream's KCM reconciles HPAs that `hpactl drive` plays
+/// a workload into (every target kind, several metric types, behaviors), `hpactl record`
+/// records them with KCM's log, and this controller replays every recorded expectation.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn a_recording_of_kube_controller_manager_replays() {
+    use hpa_cluster::drive::{self, plan};
+    use hpa_fixtures::record::{self, RecordConfig};
+    let rt = runtime();
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "record", false).await;
+            let flags = plan::generated_flags();
+            let mut kcm_flags: Vec<String> =
+                flags.iter().map(|(k, v)| format!("--{k}={v}")).collect();
+            kcm_flags.push("--v=4".into());
+            c.start_kcm(&kcm_flags).await.unwrap();
+            let p = plan::generate(&plan::GenerateOptions {
+                seed: 7,
+                hpas: 5,
+                // Past the recording's end: what the drive does when it stops is not recorded.
+                duration: Duration::from_secs(80),
+                minor: release.minor,
+                namespace_prefix: "rec".into(),
+            });
+            let log = c.dir().join("logs/kube-controller-manager.log");
+            let client = c.admin_client().await.unwrap();
+            let version = record::server_version(&client).await;
+            let configs: Vec<RecordConfig> = p
+                .units
+                .iter()
+                .map(|u| RecordConfig {
+                    namespace: u.namespace.clone(),
+                    hpa: None,
+                    duration: Duration::from_secs(55),
+                    interval: Duration::from_secs(1),
+                    flags: flags.clone(),
+                    name: format!("it-{release}-{}", u.namespace),
+                    server_version: version.clone(),
+                })
+                .collect();
+            let recording = futures::future::join_all(configs.iter().map(|cfg| {
+                let client = client.clone();
+                async move { record::record(&client, cfg).await.unwrap() }
+            }));
+            let clock = drive::SyncClock::new(&log, &p, Duration::from_secs(5));
+            let driving = async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                drive::drive(&c, &p, Some(clock), std::future::pending()).await
+            };
+            let (samples, report) = tokio::join!(recording, driving);
+            let report = report.unwrap();
+            assert!(report.scale_changes > 0, "KCM scaled nothing: {report:?}");
+            let text = std::fs::read_to_string(&log).unwrap();
+            let mut expectations = 0;
+            for (samples, cfg) in samples.iter().zip(&configs) {
+                let year = samples[0].at.to_zoned(jiff::tz::TimeZone::UTC).year();
+                let syncs = record::syncs_from_log(&text, year, samples);
+                let rescales = record::rescales_from_log(&text, year);
+                let doc = record::scenario_with_syncs(samples, cfg, &syncs, &rescales);
+                expectations += doc["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| s.get("expect").is_some())
+                    .count();
+                let scenario =
+                    hpa_fixtures::scenario::scenario_from_value(doc.clone(), &cfg.name).unwrap();
+                let outcome = hpa_fixtures::replay::run_isolated(scenario).await;
+                assert!(
+                    outcome.passed(),
+                    "{release}: {} does not replay:\n{}\n{}",
+                    cfg.name,
+                    outcome.render().join("\n"),
+                    serde_json::to_string(&doc).unwrap()
+                );
+            }
+            assert!(
+                expectations >= 10,
+                "only {expectations} expectations recorded"
+            );
+        });
+    }
+}
