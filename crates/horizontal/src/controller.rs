@@ -316,7 +316,10 @@ impl HpaEventHandler for ControllerState {
             .at_least(KubeVersion::V1_37)
             && self.reconciler.config.gates.enabled(Feature::HpaGeneration)
             && old_generation != hpa.metadata.generation;
-        self.enqueue(hpa, spec_changed);
+        // Shadow mode writes nothing, so an update is the active controller's status write
+        // (or a spec change): reconciled at once, it reads the inputs the active controller
+        // has just read (before they change again), and its decision can be compared.
+        self.enqueue(hpa, spec_changed || self.reconciler.config.shadow);
     }
 
     fn on_delete(&self, key: &str) {

@@ -20,6 +20,7 @@ pub struct ExplainMetrics {
     winner: GaugeVec,
     shadow_comparisons: CounterVec,
     shadow_pending: CounterVec,
+    shadow_statuses: CounterVec,
     /// The label values of every per-HPA series, by `namespace/name`.
     series: DashMap<String, Vec<[String; 5]>>,
 }
@@ -68,9 +69,16 @@ impl ExplainMetrics {
             shadow_pending: CounterVec::new(
                 opts(
                     "shadow_not_compared_total",
-                    "Shadow mode: decisions not compared because the active controller had not run since the inputs changed, by reason (no_status, target_changed, metrics_changed).",
+                    "Shadow mode: decisions not compared, by reason: the active controller had not run since the inputs changed (no_status, target_changed, metrics_changed), its status has no usable metric value (metrics_unrecorded: an average over 0 replicas), or the decision was held by its history and differs (history: stabilization windows and policy periods are filled at each controller's own reconcile times).",
                 ),
                 &["reason"],
+            )?,
+            shadow_statuses: CounterVec::new(
+                opts(
+                    "shadow_statuses_total",
+                    "Shadow mode: the active controller's status writes, each counted once by how shadow mode settled it: result agree or differ (the first comparison with it that was made), or not_compared (replaced before one was; reason: the last one's, no_status, target_changed, metrics_changed, metrics_unrecorded or history). A status replaced before this controller reconciled the HPA at all is not counted.",
+                ),
+                &["result", "reason"],
             )?,
             series: DashMap::new(),
         };
@@ -78,6 +86,7 @@ impl ExplainMetrics {
         registry.register(Box::new(m.winner.clone()))?;
         registry.register(Box::new(m.shadow_comparisons.clone()))?;
         registry.register(Box::new(m.shadow_pending.clone()))?;
+        registry.register(Box::new(m.shadow_statuses.clone()))?;
         Ok(m)
     }
 
@@ -130,6 +139,13 @@ impl ExplainMetrics {
                 .with_label_values(&[result.as_str()])
                 .inc(),
         }
+    }
+
+    /// Count one of the active controller's statuses, settled.
+    pub fn observe_shadow_status(&self, outcome: crate::shadow::StatusOutcome) {
+        self.shadow_statuses
+            .with_label_values(&outcome.labels())
+            .inc();
     }
 
     /// Remove the per-HPA series of `key` (`namespace/name`).

@@ -27,6 +27,15 @@ use crate::trace::DecisionTrace;
 /// How many differences are kept per HPA.
 pub const DIFFERENCES_PER_HPA: usize = 10;
 
+/// Condition reasons that say the decision was held by its history: a stabilization window
+/// or a scaling policy's period.
+pub const HISTORY_REASONS: [&str; 4] = [
+    "AbleToScale=ScaleDownStabilized",
+    "AbleToScale=ScaleUpStabilized",
+    "ScalingLimited=ScaleUpLimit",
+    "ScalingLimited=ScaleDownLimit",
+];
+
 /// The condition types compared (their reasons).
 pub const COMPARED_CONDITIONS: [&str; 3] = ["AbleToScale", "ScalingActive", "ScalingLimited"];
 
@@ -63,6 +72,15 @@ pub enum PendingReason {
     TargetChanged,
     /// The metric values differ from the `currentMetrics` the other side recorded.
     MetricsChanged,
+    /// The status records no usable value of a metric: an average per pod over a target at
+    /// 0 replicas (upstream divides by 0 and writes `-9223372036854775808m` whatever the
+    /// metric read), so no decision can be matched with it.
+    MetricsUnrecorded,
+    /// Same inputs, but a decision that rests on the history (a stabilization window or a
+    /// scaling policy's period held it, on either side) and differs: each controller fills
+    /// its history at its own reconcile times, so the same inputs can rightly be decided
+    /// differently (the recorded scenarios check these decisions at upstream's own times).
+    History,
 }
 
 impl PendingReason {
@@ -72,6 +90,8 @@ impl PendingReason {
             PendingReason::NoStatus => "no_status",
             PendingReason::TargetChanged => "target_changed",
             PendingReason::MetricsChanged => "metrics_changed",
+            PendingReason::MetricsUnrecorded => "metrics_unrecorded",
+            PendingReason::History => "history",
         }
     }
 }
@@ -220,6 +240,32 @@ pub fn compare(
             latest_side,
         );
     }
+    // After the other side's reconcile the target has its desiredReplicas (it rescaled) or
+    // its currentReplicas (it did not): anything else means it rescaled again since this
+    // status, which it has not written yet.
+    if target_now != their_side.desired_replicas && target_now != their_side.current_replicas {
+        return pending(
+            PendingReason::TargetChanged,
+            format!(
+                "not compared: the target has {target_now} replicas, neither the {} the other controller's status read nor the {} it decided: it rescaled since and has not written that status yet",
+                their_side.current_replicas, their_side.desired_replicas
+            ),
+            latest_side,
+        );
+    }
+    if their_side.current_replicas == 0
+        && their_values.iter().flatten().any(|v| {
+            v.average_value
+                .as_ref()
+                .is_some_and(|q| q.0.starts_with('-'))
+        })
+    {
+        return pending(
+            PendingReason::MetricsUnrecorded,
+            "not compared: the other controller's status has no usable metric value (an average per pod over a target at 0 replicas is written as -2^63, whatever it read)".to_owned(),
+            latest_side,
+        );
+    }
     let matched = ours.iter().rev().find(|t| {
         t.target.read
             && t.target.spec_replicas == their_side.current_replicas
@@ -278,6 +324,30 @@ pub fn compare(
         "same inputs (target at {} replicas, the same metric values; this controller decided at {})",
         our_side.current_replicas, matched.time
     );
+    // A difference where either side was held by its history, with the same metric verdict
+    // (ScalingActive): not a difference in how the inputs were read.
+    let held = |c: &[String]| c.iter().any(|r| HISTORY_REASONS.contains(&r.as_str()));
+    let active = |c: &[String]| -> Vec<String> {
+        c.iter()
+            .filter(|r| r.starts_with("ScalingActive="))
+            .cloned()
+            .collect()
+    };
+    if !differences.is_empty()
+        && (held(&our_side.conditions) || held(&their_side.conditions))
+        && active(&our_side.conditions) == active(&their_side.conditions)
+    {
+        let summary = format!(
+            "{basis}: not compared: a decision held by its history (stabilization window or policy period), which each controller fills at its own reconcile times: {}",
+            differences.join("; ")
+        );
+        return ShadowComparison {
+            pending: Some(PendingReason::History),
+            differences,
+            trace: Some(matched.clone()),
+            ..pending(PendingReason::History, summary, our_side)
+        };
+    }
     let (result, summary) = if differences.is_empty() {
         (
             ShadowResult::Agree,
@@ -313,6 +383,52 @@ pub struct ShadowRecord {
     pub latest: Option<ShadowComparison>,
     /// The last differences, oldest first, each with its trace.
     pub differences: VecDeque<ShadowComparison>,
+    /// The active controller's status last compared with.
+    #[serde(skip)]
+    status: Option<StatusSeen>,
+}
+
+/// One status the active controller wrote, as far as shadow mode compared it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct StatusSeen {
+    /// A hash of the status.
+    fingerprint: u64,
+    /// Whether a comparison with it agreed or differed (it is counted then).
+    decided: bool,
+    /// Why the last comparison with it was not made, while undecided.
+    pending: Option<PendingReason>,
+}
+
+/// How one status the active controller wrote ended up in shadow mode: the first comparison
+/// with it that agreed or differed or, for a status replaced before any did, why the last
+/// one was not made. Each status the active controller writes is counted once (it writes
+/// only statuses that changed), when it is decided or replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusOutcome {
+    /// Compared: agreed or differed.
+    Compared(ShadowResult),
+    /// Replaced without a comparison; the last reason (`None`: never compared at all).
+    NotCompared(Option<PendingReason>),
+}
+
+impl StatusOutcome {
+    /// The `result` and `reason` labels.
+    pub fn labels(self) -> [&'static str; 2] {
+        match self {
+            StatusOutcome::Compared(r) => [r.as_str(), ""],
+            StatusOutcome::NotCompared(r) => ["not_compared", r.map_or("", |r| r.as_str())],
+        }
+    }
+}
+
+/// A fingerprint of a status, to tell the active controller's writes apart.
+pub fn status_fingerprint(status: &HorizontalPodAutoscalerStatus) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(status)
+        .unwrap_or_default()
+        .hash(&mut h);
+    h.finish()
 }
 
 /// The shadow comparisons of every HPA.
@@ -330,7 +446,44 @@ impl ShadowStore {
     /// Keep a comparison: always as the latest; with its trace among the differences when
     /// it is one.
     pub fn record(&self, comparison: ShadowComparison) {
+        self.record_status(comparison, None);
+    }
+
+    /// [`record`](Self::record) a comparison with the status of fingerprint `status`
+    /// ([`status_fingerprint`]); returns the outcomes of the active controller's statuses
+    /// that this comparison settles (the previous status, replaced undecided; this one,
+    /// decided for the first time).
+    pub fn record_status(
+        &self,
+        comparison: ShadowComparison,
+        status: Option<u64>,
+    ) -> Vec<StatusOutcome> {
         let mut entry = self.records.entry(comparison.hpa.clone()).or_default();
+        let mut outcomes = Vec::new();
+        if let Some(fingerprint) = status {
+            match entry.status {
+                Some(seen) if seen.fingerprint == fingerprint => {}
+                previous => {
+                    if let Some(p) = previous.filter(|p| !p.decided) {
+                        outcomes.push(StatusOutcome::NotCompared(p.pending));
+                    }
+                    entry.status = Some(StatusSeen {
+                        fingerprint,
+                        decided: false,
+                        pending: None,
+                    });
+                }
+            }
+            if let Some(seen) = entry.status.as_mut().filter(|s| !s.decided) {
+                match comparison.result {
+                    ShadowResult::Pending => seen.pending = comparison.pending,
+                    result => {
+                        seen.decided = true;
+                        outcomes.push(StatusOutcome::Compared(result));
+                    }
+                }
+            }
+        }
         let mut latest = comparison.clone();
         latest.trace = None;
         entry.latest = Some(latest);
@@ -340,6 +493,7 @@ impl ShadowStore {
                 entry.differences.pop_front();
             }
         }
+        outcomes
     }
 
     /// Every HPA's record, sorted by key.
@@ -509,5 +663,83 @@ mod tests {
         assert!(r.latest.unwrap().trace.is_none());
         store.forget("ns/a");
         assert!(store.get("ns/a").is_none());
+    }
+
+    #[test]
+    fn each_status_of_the_active_controller_is_settled_once() {
+        let store = ShadowStore::new();
+        let lagging = theirs(7, 7, 100, OK);
+        let written = theirs(2, 4, 100, OK);
+        let decisions = [ours(2, 100, 4), ours(4, 50, 4)];
+        let fp = |s: &HorizontalPodAutoscalerStatus| Some(status_fingerprint(s));
+        // The first status: pending twice, then replaced before any comparison was made.
+        for _ in 0..2 {
+            let c = compare("ns/a", now(), &lagging, 4, &decisions);
+            assert!(store.record_status(c, fp(&lagging)).is_empty());
+        }
+        // The next one agrees at once: the first is settled as not compared, this one as
+        // agreeing; comparing it again counts nothing.
+        let c = compare("ns/a", now(), &written, 4, &decisions);
+        assert_eq!(
+            store.record_status(c, fp(&written)),
+            vec![
+                StatusOutcome::NotCompared(Some(PendingReason::TargetChanged)),
+                StatusOutcome::Compared(ShadowResult::Agree)
+            ]
+        );
+        let c = compare("ns/a", now(), &written, 4, &decisions);
+        assert!(store.record_status(c, fp(&written)).is_empty());
+        assert_eq!(
+            StatusOutcome::NotCompared(Some(PendingReason::MetricsChanged)).labels(),
+            ["not_compared", "metrics_changed"]
+        );
+        assert_eq!(
+            StatusOutcome::Compared(ShadowResult::Differ).labels(),
+            ["differ", ""]
+        );
+    }
+
+    #[test]
+    fn a_difference_held_by_history_is_not_compared() {
+        // Theirs held at 4 by the downscale window; ours (another history) decided 3.
+        let mut held = theirs(4, 4, 100, OK);
+        for c in held.conditions.iter_mut().flatten() {
+            if c.type_ == "AbleToScale" {
+                c.reason = Some("ScaleDownStabilized".into());
+            }
+        }
+        let c = compare("ns/a", now(), &held, 4, &[ours(4, 100, 3)]);
+        assert_eq!(c.result, ShadowResult::Pending, "{}", c.summary);
+        assert_eq!(c.pending, Some(PendingReason::History));
+        assert!(!c.differences.is_empty());
+        // Without a history reason on either side it is a difference.
+        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[ours(4, 100, 3)]);
+        assert_eq!(c.result, ShadowResult::Differ);
+    }
+
+    #[test]
+    fn an_average_over_zero_replicas_cannot_be_matched() {
+        let mut zero = theirs(0, 3, 100, OK);
+        zero.current_replicas = None;
+        zero.current_metrics = Some(vec![MetricStatus {
+            type_: "Object".into(),
+            object: Some(k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
+                current: MetricValueStatus {
+                    average_value: Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                        "-9223372036854775808m".into(),
+                    )),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]);
+        let c = compare("ns/a", now(), &zero, 3, &[ours(0, 100, 0)]);
+        assert_eq!(
+            c.pending,
+            Some(PendingReason::MetricsUnrecorded),
+            "{}",
+            c.summary
+        );
     }
 }

@@ -429,7 +429,10 @@ impl Reconciler {
                 tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
             }
         }
-        self.shadow.record(comparison);
+        let fingerprint = crate::shadow::status_fingerprint(theirs);
+        for outcome in self.shadow.record_status(comparison, Some(fingerprint)) {
+            self.explain_metrics.observe_shadow_status(outcome);
+        }
     }
 
     /// Emit an event, unless in shadow mode (which writes nothing).
