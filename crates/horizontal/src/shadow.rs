@@ -198,11 +198,25 @@ pub fn compare(
     target_now: i32,
     ours: &[DecisionTrace],
 ) -> ShadowComparison {
+    let their_conds = their_conditions(theirs);
+    let current = theirs.current_replicas.unwrap_or(0);
+    // It rescaled (its status says so) but the target as read here still has the count it
+    // read: this controller has not seen the scale write yet (the HPA's watch event came
+    // first). The target has what it decided.
+    let rescaled_unseen = target_now == current
+        && theirs.desired_replicas != current
+        && their_conds
+            .iter()
+            .any(|c| c == "AbleToScale=SucceededRescale");
     let their_side = Side {
         desired_replicas: theirs.desired_replicas,
-        target_replicas: target_now,
-        current_replicas: theirs.current_replicas.unwrap_or(0),
-        conditions: their_conditions(theirs),
+        target_replicas: if rescaled_unseen {
+            theirs.desired_replicas
+        } else {
+            target_now
+        },
+        current_replicas: current,
+        conditions: their_conds,
     };
     let their_values = their_metrics(theirs);
     let latest = ours.last();
@@ -741,5 +755,13 @@ mod tests {
             "{}",
             c.summary
         );
+    }
+
+    #[test]
+    fn a_rescale_whose_scale_write_is_not_seen_yet_is_compared_with_what_it_decided() {
+        // Its status says it rescaled 2 -> 4; the target as read here still has 2.
+        let c = compare("ns/a", now(), &theirs(2, 4, 100, OK), 2, &[ours(2, 100, 4)]);
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+        assert_eq!(c.theirs.target_replicas, 4);
     }
 }
