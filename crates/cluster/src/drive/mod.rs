@@ -21,6 +21,8 @@
 
 pub mod plan;
 
+// Each Ready pod's share of a unit's load, as `hpactl simulate` spreads it.
+use hpa_fixtures::simulate::engine::pod_shares as shares;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
@@ -216,25 +218,6 @@ fn pod_status(pod: &PodState) -> Value {
              "lastTransitionTime": format!("{:.0}", ready_time)},
         ],
     })
-}
-
-/// Each Ready pod's share of `total`: evenly, or skewed from the oldest (`1 - skew` of the
-/// mean) to the newest (`1 + skew`), as `hpactl simulate` spreads it.
-fn shares(total: f64, ready: usize, skew: f64) -> Vec<f64> {
-    if ready == 0 {
-        return Vec::new();
-    }
-    let mean = total / ready as f64;
-    (0..ready)
-        .map(|i| {
-            let pos = if ready == 1 {
-                0.0
-            } else {
-                i as f64 / (ready - 1) as f64 * 2.0 - 1.0
-            };
-            mean * (1.0 + skew * pos)
-        })
-        .collect()
 }
 
 /// When the controller under test reconciles each unit, read as it runs from its log
