@@ -1957,6 +1957,11 @@ async fn sweep(release: KubeRelease) {
             );
         }
         for o in &mut objs {
+            // A deletionTimestamp is set by a DELETE, never stored by a write (a pod recorded
+            // while terminating): the sweep checks the rest of the object.
+            if let Some(md) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                md.remove("deletionTimestamp");
+            }
             hpa_cluster::load::shift_times(o, by);
             if kind(o) != "Namespace"
                 && kind(o) != "CustomResourceDefinition"
@@ -1996,14 +2001,15 @@ async fn sweep(release: KubeRelease) {
             match applier.apply(obj.clone()).await {
                 Ok(_) => {
                     if kind(&obj) == "CustomResourceDefinition" {
-                        wait_crd(
+                        // Established and its kind in discovery (re-created CRDs lag there).
+                        hpa_cluster::load::wait_established(
                             &client,
                             obj.pointer("/metadata/name")
                                 .and_then(Value::as_str)
                                 .unwrap(),
-                            true,
                         )
-                        .await;
+                        .await
+                        .unwrap();
                         applier.forget_kinds();
                     }
                     created.push(obj);

@@ -149,8 +149,9 @@ impl Applier {
         }
     }
 
-    /// Creates `obj`, or replaces it when it exists; then writes its `status` (when it has one
-    /// and the resource has a `status` subresource). Server-set metadata in `obj` (uid,
+    /// Creates `obj`, or replaces it when it exists (a Pod: only its labels and annotations,
+    /// its spec being immutable); then writes its `status` (when it has one and the resource
+    /// has a `status` subresource). Server-set metadata in `obj` (uid,
     /// resourceVersion, creationTimestamp, generation, managedFields) is dropped first.
     /// Returns the object as the server last answered.
     pub async fn apply(&mut self, mut obj: Value) -> Result<Value, ApplyError> {
@@ -188,6 +189,14 @@ impl Applier {
                     source: Box::new(source),
                 })?;
                 let mut replacement = dynamic.clone();
+                if ar.kind == "Pod" && ar.group.is_empty() {
+                    // A pod's spec cannot change once created (and admission, e.g. the
+                    // ServiceAccount plugin, added to it): a pod applied again keeps its
+                    // spec; its labels and annotations are replaced, its status below.
+                    replacement = current.clone();
+                    replacement.metadata.labels = dynamic.metadata.labels.clone();
+                    replacement.metadata.annotations = dynamic.metadata.annotations.clone();
+                }
                 replacement.metadata.resource_version = current.metadata.resource_version;
                 api.replace(&name, &pp, &replacement)
                     .await

@@ -189,12 +189,13 @@ pub(crate) async fn ensure_namespace(applier: &mut Applier, ns: &str) -> Result<
     Ok(())
 }
 
-/// Waits until a CRD is Established (its kind is then served).
-pub(crate) async fn wait_established(
-    client: &kube::Client,
-    name: &str,
-) -> Result<(), ClusterError> {
+/// Waits until a CRD is Established and discovery serves each of its served versions' kind.
+/// Established alone is not enough: a CRD deleted and created again under the same name is
+/// Established a moment before its group's discovery document lists the kind again (seen in
+/// the scenario sweep: `404 page not found` for the kind right after Established).
+pub async fn wait_established(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut last = "not Established".to_string();
     for _ in 0..120 {
         let crd = api.get(name).await.map_err(|source| ClusterError::Api {
             what: format!("reading CustomResourceDefinition {name}"),
@@ -202,19 +203,39 @@ pub(crate) async fn wait_established(
         })?;
         let established = crd
             .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
         if established {
-            return Ok(());
+            let mut served = true;
+            for v in crd.spec.versions.iter().filter(|v| v.served) {
+                let gvk = kube::core::GroupVersionKind::gvk(
+                    &crd.spec.group,
+                    &v.name,
+                    &crd.spec.names.kind,
+                );
+                if let Err(e) = kube::discovery::pinned_kind(client, &gvk).await {
+                    served = false;
+                    last = format!(
+                        "Established, but discovery does not serve {}/{} {} yet: {e}",
+                        crd.spec.group, v.name, crd.spec.names.kind
+                    );
+                    break;
+                }
+            }
+            if served {
+                return Ok(());
+            }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     Err(ClusterError::NotReady {
         component: format!("CustomResourceDefinition {name}"),
         seconds: 30,
-        reason: "not Established".into(),
+        reason: last,
         log: String::new(),
         tail: String::new(),
     })
