@@ -34,6 +34,9 @@ pub const DEFAULT_LEASE_NAME: &str = "kube-hpa-controller";
 /// The Lease of a `--shadow` instance when `--leader-elect-resource-name` is not given, so
 /// that a shadow never competes with the active instance for its lease.
 pub const DEFAULT_SHADOW_LEASE_NAME: &str = "kube-hpa-controller-shadow";
+/// The Leases an active HPA controller holds: this controller's default and
+/// kube-controller-manager's. A `--shadow` instance may not use them.
+pub const ACTIVE_LEASE_NAMES: [&str; 2] = [DEFAULT_LEASE_NAME, "kube-controller-manager"];
 /// pflag's deprecation notice for the two no-op delay flags.
 pub const DELAY_FLAG_DEPRECATION: &str = "This flag is currently no-op and will be deleted.";
 
@@ -469,6 +472,15 @@ impl Options {
                     errs.push(format!("{flag}: must be greater than zero, got {d}"));
                 }
             }
+        }
+        if self.shadow.shadow
+            && le.leader_elect
+            && ACTIVE_LEASE_NAMES.contains(&le.resource_name.as_str())
+        {
+            errs.push(format!(
+                "--leader-elect-resource-name: a --shadow instance must not take {:?}, the Lease of an active controller: a shadow holding it would stop that controller's scaling; leave the flag unset ({DEFAULT_SHADOW_LEASE_NAME}) or name a Lease of its own",
+                le.resource_name
+            ));
         }
         for name in &self.generic.controllers {
             if name == "*" {

@@ -30,6 +30,23 @@ fn shadow_has_its_own_lease_unless_named() {
     ));
 }
 
+/// A shadow that won the active controller's Lease would stop all scaling.
+#[test]
+fn a_shadow_may_not_take_an_active_controllers_lease() {
+    for name in ["kube-hpa-controller", "kube-controller-manager"] {
+        let flag = format!("--leader-elect-resource-name={name}");
+        let m = invalid(&["--shadow", &flag]);
+        assert!(
+            m.starts_with("--leader-elect-resource-name: a --shadow instance must not take"),
+            "{m}"
+        );
+        assert!(m.contains(&format!("{name:?}")), "{m}");
+        // Not a shadow: either name is fine.
+        assert!(parse(&[&flag]).is_ok());
+    }
+    assert!(parse(&["--shadow", "--leader-elect-resource-name=my-shadow"]).is_ok());
+}
+
 #[test]
 fn defaults_equal_upstream() {
     let p = parse(&[]).unwrap();
