@@ -252,7 +252,7 @@ pub async fn run(
         .map_err(|e| AppError::Version(format!("--feature-gates: {e}")))?;
     if resolved.server_before_1_37 && version.at_least(KubeVersion::V1_37) {
         tracing::warn!(
-            "behaving as {version} against an API server older than 1.37: status.observedGeneration and the conditions' observedGeneration are not written"
+            "behaving as {version} against an API server older than 1.37: status.observedGeneration is not written"
         );
     }
     for warning in gate_warnings {

@@ -137,6 +137,10 @@ impl Fields {
             ("message", other) => self.msg = other.to_string(),
             ("v", serde_json::Value::Number(n)) if n.as_i64().is_some() => self.v = n.as_i64(),
             ("error", _) => self.rest.push(("err".to_string(), value)),
+            // A field whose key is `message` cannot be written through tracing (`message` is
+            // the line's own text): the event recorder writes the event's message as
+            // `event_message`, shown as klog shows it, `message="..."`.
+            ("event_message", _) => self.rest.push(("message".to_string(), value)),
             (name, _) => self.rest.push((name.to_string(), value)),
         }
     }
@@ -237,6 +241,16 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> std::fmt::Result {
+        // A library's `V(n)` line carries `v = n` at the tracing level of n, and a level
+        // spans two verbosities (DEBUG is V(2) and V(3)): the exact one decides, as klog's
+        // `V(n).Enabled()` does.
+        let mut f = Fields::default();
+        event.record(&mut f);
+        if f.v
+            .is_some_and(|v| !v_enabled(i32::try_from(v).unwrap_or(i32::MAX)))
+        {
+            return Ok(());
+        }
         writeln!(writer, "{}", self.line(event, &jiff::Zoned::now()))
     }
 }

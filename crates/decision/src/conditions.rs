@@ -413,21 +413,6 @@ pub fn set_condition_in_list<'a>(
     existing
 }
 
-/// [`set_condition`] as 1.37 does it with `HPAGeneration` (kubernetes#138653): the condition
-/// also records the HPA's `metadata.generation` it was set from (`Some`); `None` leaves the
-/// field as it was.
-pub fn set_condition_observed(
-    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
-    condition: &HpaCondition,
-    now: Timestamp,
-    observed_generation: Option<i64>,
-) {
-    let set = set_condition(conditions, condition, now);
-    if let Some(generation) = observed_generation {
-        set.observed_generation = Some(generation);
-    }
-}
-
 /// Upstream `setCondition` for one catalogue entry; returns the condition set.
 pub fn set_condition<'a>(
     conditions: &'a mut Vec<HorizontalPodAutoscalerCondition>,

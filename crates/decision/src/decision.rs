@@ -22,8 +22,7 @@ use k8s_openapi::api::autoscaling::v2::{
 
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message,
-    set_condition_observed,
+    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message, set_condition,
 };
 use crate::error_source::ErrorSource;
 use crate::events::HpaEvent;
@@ -433,8 +432,10 @@ pub struct DecisionConfig {
     pub downscale_stabilization_window: SignedDuration,
     /// When a target at zero replicas is autoscaled.
     pub zero_replicas: ZeroReplicas,
-    /// `HPAGeneration` (1.37, kubernetes#138228, #138653): `status.observedGeneration` and
-    /// each condition set in a reconcile record the HPA's `metadata.generation`.
+    /// `HPAGeneration` (1.37, kubernetes#138228): `status.observedGeneration` records the HPA's
+    /// `metadata.generation` on every `setStatus`. Conditions get none (1.37.2's
+    /// `setConditionInList` leaves their `observedGeneration`, kubernetes#138653's field, as it
+    /// was).
     pub observed_generation: bool,
 }
 
@@ -528,7 +529,7 @@ pub struct Decision {
     /// rescale (`true`: `ScaledToZero`, `false`: `NotScaledToZero`).
     pub scaled_to_zero_after_rescale: Option<bool>,
     /// 1.37 with `HPAGeneration`: the HPA's `metadata.generation` (0 when absent), written as
-    /// `status.observedGeneration` and into every condition set.
+    /// `status.observedGeneration`.
     pub observed_generation: Option<i64>,
 }
 
@@ -934,14 +935,14 @@ impl Decision {
         self.outcome(previous, status, events, vec![], error, action)
     }
 
-    /// `setCondition` on `status` at this decision's time, with the HPA's generation when
-    /// 1.37's `HPAGeneration` asks for it.
+    /// `setCondition` on `status` at this decision's time. Upstream's `setConditionInList`
+    /// never sets a condition's `observedGeneration` (1.37.2: the type has the field, the
+    /// controller leaves it as it was).
     fn set_condition(&self, status: &mut HorizontalPodAutoscalerStatus, condition: &HpaCondition) {
-        set_condition_observed(
+        set_condition(
             status.conditions.get_or_insert_with(Vec::new),
             condition,
             self.now,
-            self.observed_generation,
         );
     }
 

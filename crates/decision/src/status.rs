@@ -71,7 +71,10 @@ pub fn status_semantically_equal(
 ) -> bool {
     a.current_replicas.unwrap_or(0) == b.current_replicas.unwrap_or(0)
         && a.desired_replicas == b.desired_replicas
-        && a.observed_generation == b.observed_generation
+        // `*int64`, but nil and 0 are taken as equal: a server that does not keep the field
+        // (HPAGeneration off in the API server) answers nil to the 0 written for an HPA
+        // without a generation, and a strict comparison would write the status every sync.
+        && a.observed_generation.unwrap_or(0) == b.observed_generation.unwrap_or(0)
         && opt_time_eq(a.last_scale_time.as_ref(), b.last_scale_time.as_ref())
         && slice_eq(
             a.current_metrics.as_deref(),
@@ -339,9 +342,13 @@ mod tests {
         let mut t = base.clone();
         t.last_scale_time = Some(Time(now()));
         assert!(!status_semantically_equal(&base, &t));
-        // observedGeneration is a pointer too.
+        // observedGeneration is a pointer too, but nil and 0 are equal (no status write per
+        // sync against a server that drops the field).
         let mut g = base.clone();
         g.observed_generation = Some(1);
         assert!(!status_semantically_equal(&base, &g));
+        g.observed_generation = Some(0);
+        assert!(base.observed_generation.is_none());
+        assert!(status_semantically_equal(&base, &g));
     }
 }

@@ -28,7 +28,7 @@ use crate::metrics_batch::BatchedMetricsClient;
 use crate::monitor::Monitor;
 use crate::reconcile::{ReconcileError, Reconciler, StatusWriter};
 use crate::recorder::Recorder;
-use crate::scale_cache::{CachedScaleClient, ScaleTargetCache};
+use crate::scale_cache::{CachedScaleClient, ScaleCacheMetrics, ScaleTargetCache};
 use crate::scale_client::{KubeScaleClient, ScaleClient};
 use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
@@ -368,6 +368,7 @@ impl HorizontalController {
     ) -> Result<Self, ControllerError> {
         let monitor = Monitor::register_at(&parts.registry, parts.config.version())?;
         let explain_metrics = ExplainMetrics::register(&parts.registry)?;
+        let scale_reads = ScaleCacheMetrics::register(&parts.registry)?;
         let (caches, writers) = Caches::new();
         let calc_config = parts.config.calculator_config();
         // `--metrics-batch-window`: pod metrics listed once per namespace (and metric) per
@@ -403,10 +404,12 @@ impl HorizontalController {
         let informer_client = informer_client.unwrap_or_else(|| parts.client.clone());
         // `--scale-target-cache`: reads through watch caches (listing and watching with the
         // informers' client), writes and anything the caches cannot answer through the API.
-        let scale_targets = parts
-            .config
-            .scale_target_cache
-            .then(|| Arc::new(ScaleTargetCache::new(informer_client.clone())));
+        let scale_targets = parts.config.scale_target_cache.then(|| {
+            Arc::new(ScaleTargetCache::new(
+                informer_client.clone(),
+                Some(scale_reads.clone()),
+            ))
+        });
         let scale_client: Arc<dyn ScaleClient> = match &scale_targets {
             Some(cache) => Arc::new(CachedScaleClient::new(scale_client, cache.clone())),
             None => scale_client,
@@ -438,6 +441,7 @@ impl HorizontalController {
             traces: Arc::new(TraceStore::new()),
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,
+            scale_reads,
         };
         let inner = ControllerState {
             reconciler,
@@ -505,6 +509,17 @@ impl HorizontalController {
     /// resource)` then `namespace/name`; `None` unless `--scale-target-cache` is on.
     pub fn scale_target_versions(&self) -> Option<Vec<((String, String), ResourceVersions)>> {
         self.scale_targets().map(ScaleTargetCache::versions)
+    }
+
+    /// Each scale target cache's `resource.group` and state (`starting`, `synced`, `stale`,
+    /// `unavailable`); `None` unless `--scale-target-cache` is on.
+    pub fn scale_target_states(&self) -> Option<BTreeMap<String, &'static str>> {
+        self.scale_targets().map(|c| {
+            c.states()
+                .into_iter()
+                .map(|(r, s)| (r, s.as_str()))
+                .collect()
+        })
     }
 
     /// The cached HPA `namespace/name`, if the HPA cache holds it.

@@ -499,11 +499,13 @@ async fn distribute(
                 involved.namespace.as_deref().unwrap_or(""),
                 involved.name.as_deref().unwrap_or("")
             ),
+            fieldPath = involved.field_path.as_deref().unwrap_or(""),
             kind = involved.kind.as_deref().unwrap_or(""),
             apiVersion = involved.api_version.as_deref().unwrap_or(""),
             r#type = event.type_.as_deref().unwrap_or(""),
             reason = event.reason.as_deref().unwrap_or(""),
-            message = event.message.as_deref().unwrap_or(""),
+            // Shown as `message` (a field named so would replace the line's own text).
+            event_message = event.message.as_deref().unwrap_or(""),
             "Event occurred"
         );
         if watcher.try_send(event).is_err() {

@@ -130,6 +130,19 @@ pub trait ScaleClient: Send + Sync {
         name: &str,
     ) -> Result<Scale, ScaleError>;
 
+    /// The scale of `name` through `mapping`, and where it came from (a cache answers only
+    /// when it overrides this).
+    async fn get_scale_from(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<(Scale, ReadSource), ScaleError> {
+        self.get_scale(namespace, mapping, name)
+            .await
+            .map(|scale| (scale, ReadSource::Api))
+    }
+
     /// GET the scale of `name` from the API itself, never from a cache (the re-read after a
     /// conflicting write).
     async fn get_scale_live(
@@ -150,6 +163,15 @@ pub trait ScaleClient: Send + Sync {
     ) -> Result<Scale, ScaleError>;
 }
 
+/// Where a scale read was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadSource {
+    /// The scale target cache (`--scale-target-cache`).
+    Cache,
+    /// A GET of the scale subresource.
+    Api,
+}
+
 /// Upstream `scaleForResourceMappings`: try each mapping in order; the first success wins;
 /// if all fail, the *first* mapping's error; with no mappings, `unrecognized resource`.
 pub(crate) async fn scale_for_resource_mappings(
@@ -157,11 +179,11 @@ pub(crate) async fn scale_for_resource_mappings(
     namespace: &str,
     name: &str,
     mappings: &[ResourceMapping],
-) -> Result<(Scale, ResourceMapping), ScaleError> {
+) -> Result<(Scale, ResourceMapping, ReadSource), ScaleError> {
     let mut first_err = None;
     for mapping in mappings {
-        match client.get_scale(namespace, mapping, name).await {
-            Ok(scale) => return Ok((scale, mapping.clone())),
+        match client.get_scale_from(namespace, mapping, name).await {
+            Ok((scale, source)) => return Ok((scale, mapping.clone(), source)),
             Err(e) => {
                 if first_err.is_none() {
                     first_err = Some(e);

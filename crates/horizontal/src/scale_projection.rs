@@ -119,18 +119,23 @@ impl ScaleProjection {
                 replicas(data, ".status.replicas")?.unwrap_or(0),
                 rc_selector_string(data)?,
             ),
+            // The API server reads a missing path as 0 (or no selector). The cache does not:
+            // a path missing from an object may be one the CRD no longer declares (the cache
+            // relists on a CRD change, but an object can arrive first), so such an object's
+            // scale is read with a GET, whose answer is the API server's either way.
             ScaleSource::Custom(paths) => {
                 let selector = match &paths.label_selector {
                     None => String::new(),
                     Some(p) => match nested(data, p)? {
-                        None | Some(Value::Null) => String::new(),
+                        None | Some(Value::Null) => return Err(bad(p, "not set")),
                         Some(Value::String(s)) => s.clone(),
                         Some(_) => return Err(bad(p, "must be a string")),
                     },
                 };
+                let required = |p: &str| replicas(data, p)?.ok_or_else(|| bad(p, "not set"));
                 (
-                    replicas(data, &paths.spec_replicas)?.unwrap_or(0),
-                    replicas(data, &paths.status_replicas)?.unwrap_or(0),
+                    required(&paths.spec_replicas)?,
+                    required(&paths.status_replicas)?,
                     selector,
                 )
             }
@@ -324,10 +329,22 @@ mod tests {
             (p.spec_replicas, p.status_replicas, p.selector.as_str()),
             (5, 4, "app=w")
         );
-        // Missing fields read as 0 for custom resources.
-        let p = ScaleProjection::project(&meta("w", "3"), &json!({}), &ScaleSource::Custom(paths))
-            .unwrap();
-        assert_eq!((p.spec_replicas, p.status_replicas), (0, 0));
+        // A path missing from the object is not read as 0 (the API server would, with the
+        // CRD's current paths): the object's scale is read with a GET.
+        for data in [
+            json!({}),
+            json!({"spec": {"size": 5}, "status": {"selector": "app=w"}}),
+            json!({"spec": {"size": 5}, "status": {"count": 4}}),
+            json!({"status": {"count": 4, "selector": "app=w"}}),
+        ] {
+            let e = ScaleProjection::project(
+                &meta("w", "3"),
+                &data,
+                &ScaleSource::Custom(paths.clone()),
+            )
+            .unwrap_err();
+            assert_eq!(e.message, "not set", "{data}");
+        }
     }
 
     #[test]

@@ -31,11 +31,12 @@ use crate::controller::ControllerConfig;
 use crate::explain_metrics::ExplainMetrics;
 use crate::monitor::Monitor;
 use crate::recorder::Recorder;
-use crate::scale_client::ScaleClient;
+use crate::scale_cache::ScaleCacheMetrics;
+use crate::scale_client::{ReadSource, ScaleClient};
 use crate::selectors::{HpaKey, HpaSelectorRegistry};
 use crate::shadow::ShadowStore;
 use crate::trace::TraceStore;
-use hpa_decision::conditions::{HpaCondition, set_condition_observed};
+use hpa_decision::conditions::{HpaCondition, set_condition};
 use hpa_decision::decision::{
     Branch, Decision, DecisionConfig, DecisionInput, MetricsOutcome, RescaleResult,
     SelectorFailure, decide, scale_target_reference,
@@ -51,7 +52,7 @@ pub use error::ReconcileError;
 pub use metrics::MetricComputer;
 pub(crate) use status::StatusWriter;
 
-use scale_target::{read_scale, update_scale_on_conflict};
+use scale_target::{ScaleWrite, read_scale, update_scale_on_conflict};
 
 /// What a reconcile reads and writes: the scale target, the calculator, the caches, the
 /// per-HPA state, and where its results go (status, events, metrics, traces). The
@@ -87,6 +88,8 @@ pub(crate) struct Reconciler {
     pub(crate) shadow: Arc<ShadowStore>,
     /// The decision traces' dashboard series.
     pub(crate) explain_metrics: ExplainMetrics,
+    /// Scale reads by source (and the scale target cache's states).
+    pub(crate) scale_reads: ScaleCacheMetrics,
 }
 
 impl Reconciler {
@@ -154,23 +157,17 @@ impl Reconciler {
         let name = hpa.metadata.name.clone().unwrap_or_default();
 
         // Steps 3-5: the target's scale.
-        let (scale, mapping) = match read_scale(self.scale_client.as_ref(), &hpa, &reference).await
-        {
-            Ok(read) => read,
-            Err(failure) => {
-                self.fail_get_scale(&mut hpa, &original, &failure.message, now)
-                    .await;
-                return (ActionLabel::None, Err(failure.error));
-            }
-        };
+        let (mut scale, mapping, mut source) =
+            match read_scale(self.scale_client.as_ref(), &hpa, &reference).await {
+                Ok(read) => read,
+                Err(failure) => {
+                    self.fail_get_scale(&mut hpa, &original, &failure.message, now)
+                        .await;
+                    return (ActionLabel::None, Err(failure.error));
+                }
+            };
+        self.scale_reads.observe_read(source);
 
-        let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        let status_replicas = scale.status.as_ref().map_or(0, |s| s.replicas);
-        let selector_str = scale
-            .status
-            .as_ref()
-            .and_then(|s| s.selector.clone())
-            .unwrap_or_default();
         let tolerances = tolerances_for_hpa(
             &hpa,
             self.config.hpa.tolerance,
@@ -182,40 +179,92 @@ impl Reconciler {
             self.config.hpa.tolerance,
             self.config.hpa.tolerance,
         ));
+        let shadow = self.config.shadow;
+        // The recommendation history before deciding from a cached scale: put back if the
+        // decision has to be made again from the live scale (see `ScaleWrite::Stale`).
+        let history = (source == ReadSource::Cache).then(|| self.state.recommendations(key));
+        // At most twice: a second time only after a cached scale turned out to be behind.
+        let (decision, current, status_replicas, rescale, rescale_error) = loop {
+            let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+            let status_replicas = scale.status.as_ref().map_or(0, |s| s.replicas);
+            let selector_str = scale
+                .status
+                .as_ref()
+                .and_then(|s| s.selector.clone())
+                .unwrap_or_default();
 
-        if self.config.shadow {
-            self.observe_target_change(key, &hpa, current, now);
-        }
-        let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
-        let metrics = if branch.needs_metrics() {
-            Some(
-                self.compute_replicas_for_metrics(
-                    &hpa,
-                    &namespace,
-                    &name,
-                    current,
-                    status_replicas,
-                    &selector_str,
-                    tolerances,
-                    now,
+            if shadow {
+                self.observe_target_change(key, &hpa, current, now);
+            }
+            let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
+            let metrics = if branch.needs_metrics() {
+                Some(
+                    self.compute_replicas_for_metrics(
+                        &hpa,
+                        &namespace,
+                        &name,
+                        current,
+                        status_replicas,
+                        &selector_str,
+                        tolerances,
+                        now,
+                    )
+                    .await,
                 )
-                .await,
-            )
-        } else {
-            None
+            } else {
+                None
+            };
+            let decision = decide(
+                &self.state,
+                &self.decision_config,
+                DecisionInput {
+                    key,
+                    hpa: &hpa,
+                    current_replicas: current,
+                    now,
+                    tolerances: Some(tolerances),
+                },
+                metrics,
+            );
+
+            // A failed scale write, kept as the source of the reconcile's `failed to rescale`
+            // error.
+            let mut rescale_error = None;
+            let rescale = if decision.rescale && shadow {
+                // Shadow mode writes nothing; the decision is rendered as the active controller
+                // renders it after a successful write, so that the two can be compared.
+                RescaleResult::Shadowed
+            } else if decision.rescale {
+                match update_scale_on_conflict(
+                    self.scale_client.as_ref(),
+                    &namespace,
+                    &mapping,
+                    scale.clone(),
+                    decision.desired_replicas,
+                    source,
+                )
+                .await
+                {
+                    ScaleWrite::Written => RescaleResult::Succeeded,
+                    ScaleWrite::Failed(e) => {
+                        let failed = RescaleResult::Failed(e.message.clone());
+                        rescale_error = Some(e);
+                        failed
+                    }
+                    ScaleWrite::Stale(live) => {
+                        if let Some(h) = &history {
+                            self.state.set_recommendations(key, h.clone());
+                        }
+                        scale = *live;
+                        source = ReadSource::Api;
+                        continue;
+                    }
+                }
+            } else {
+                RescaleResult::NotAttempted
+            };
+            break (decision, current, status_replicas, rescale, rescale_error);
         };
-        let decision = decide(
-            &self.state,
-            &self.decision_config,
-            DecisionInput {
-                key,
-                hpa: &hpa,
-                current_replicas: current,
-                now,
-                tolerances: Some(tolerances),
-            },
-            metrics,
-        );
         if self.config.keep_last_decisions {
             self.last_decisions.insert(key.to_owned(), decision.clone());
         }
@@ -223,34 +272,6 @@ impl Reconciler {
         for e in &decision.events {
             self.record_event(&hpa, e);
         }
-
-        let shadow = self.config.shadow;
-        // A failed scale write, kept as the source of the reconcile's `failed to rescale` error.
-        let mut rescale_error = None;
-        let rescale = if decision.rescale && shadow {
-            // Shadow mode writes nothing; the decision is rendered as the active controller
-            // renders it after a successful write, so that the two can be compared.
-            RescaleResult::Shadowed
-        } else if decision.rescale {
-            match update_scale_on_conflict(
-                self.scale_client.as_ref(),
-                &namespace,
-                &mapping,
-                scale,
-                decision.desired_replicas,
-            )
-            .await
-            {
-                Ok(()) => RescaleResult::Succeeded,
-                Err(e) => {
-                    let failed = RescaleResult::Failed(e.message.clone());
-                    rescale_error = Some(e);
-                    failed
-                }
-            }
-        } else {
-            RescaleResult::NotAttempted
-        };
         let outcome = decision.complete(&self.state, &original, rescale.clone());
         for e in outcome.events.iter().skip(decision.events.len()) {
             self.record_event(&hpa, e);
@@ -279,8 +300,9 @@ impl Reconciler {
                 "Successfully rescaled"
             );
         }
+        // "Proposing desired replicas" / "Decided not to scale": V(4) upstream.
         for line in decision.log_lines() {
-            tracing::debug!("{line}");
+            tracing::trace!(v = 4, "{line}");
         }
         self.monitor
             .observe_desired_replicas(&namespace, &name, outcome.desired_replicas);
@@ -332,15 +354,12 @@ impl Reconciler {
         };
         self.record_event(hpa, &event);
         let mut status = original.clone();
-        set_condition_observed(
+        set_condition(
             status.conditions.get_or_insert_with(Vec::new),
             &HpaCondition::FailedGetScale {
                 err: err.to_owned(),
             },
             now,
-            self.decision_config
-                .observed_generation
-                .then(|| hpa.metadata.generation.unwrap_or(0)),
         );
         let changed = !status_semantically_equal(original, &status);
         self.traces

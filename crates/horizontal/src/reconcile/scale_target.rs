@@ -10,7 +10,8 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
 use super::ReconcileError;
 use crate::scale_client::{
-    ResourceMapping, ScaleClient, ScaleError, parse_group_version, scale_for_resource_mappings,
+    ReadSource, ResourceMapping, ScaleClient, ScaleError, parse_group_version,
+    scale_for_resource_mappings,
 };
 
 /// A failed read of the target's scale: `message` is what the `FailedGetScale` event and
@@ -36,12 +37,12 @@ impl ScaleReadFailure {
 }
 
 /// Reads the scale of `hpa`'s target (`reference` is its `kind/namespace/name`), with the
-/// mapping it was read through (the one to write back through).
+/// mapping it was read through (the one to write back through) and where it came from.
 pub(super) async fn read_scale(
     client: &dyn ScaleClient,
     hpa: &HorizontalPodAutoscaler,
     reference: &str,
-) -> Result<(Scale, ResourceMapping), ScaleReadFailure> {
+) -> Result<(Scale, ResourceMapping, ReadSource), ScaleReadFailure> {
     let target = &hpa.spec.scale_target_ref;
     let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
     let (group, _version) = parse_group_version(target.api_version.as_deref().unwrap_or(""))
@@ -77,37 +78,79 @@ pub(super) async fn read_scale(
         })
 }
 
+/// How a scale write ended.
+#[derive(Debug)]
+pub(super) enum ScaleWrite {
+    /// Written.
+    Written,
+    /// Refused; the last update's error.
+    Failed(ScaleError),
+    /// The scale the decision was made from came from the cache, the write conflicted, and
+    /// the live scale differs in what the decision reads (replicas, status replicas,
+    /// selector): nothing was written; decide again from this live scale.
+    Stale(Box<Scale>),
+}
+
+/// What a decision reads from a scale: spec replicas, status replicas, selector.
+fn decision_inputs(scale: &Scale) -> (Option<i32>, i32, Option<&str>) {
+    (
+        scale.spec.as_ref().and_then(|s| s.replicas),
+        scale.status.as_ref().map_or(0, |s| s.replicas),
+        scale.status.as_ref().and_then(|s| s.selector.as_deref()),
+    )
+}
+
 /// The scale write of v1.34+ (kubernetes#132007): `retry.RetryOnConflict(retry.DefaultRetry,
 /// ...)` around the update, re-reading the scale after every failed attempt so the next one
 /// carries the latest resourceVersion. At most five attempts, 10ms apart; only a 409
 /// Conflict is retried, and the error returned is the last update's.
+///
+/// Upstream's decision always rests on a GET made in the same reconcile. When `source` says
+/// the scale came from the cache and the first write conflicts, the live scale is compared
+/// with the one decided from: if the replicas, status replicas or selector moved, the
+/// decision is not written over a count it was not made from ([`ScaleWrite::Stale`]: decide
+/// again from the live scale); otherwise the retries go on as upstream's.
 pub(super) async fn update_scale_on_conflict(
     client: &dyn ScaleClient,
     namespace: &str,
     mapping: &ResourceMapping,
     mut scale: Scale,
     replicas: i32,
-) -> Result<(), ScaleError> {
+    source: ReadSource,
+) -> ScaleWrite {
     const STEPS: usize = 5;
     const BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
     let name = scale.metadata.name.clone().unwrap_or_default();
     let mut attempt = 1;
     loop {
+        let decided_from = (attempt == 1 && source == ReadSource::Cache).then(|| scale.clone());
         scale.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
         let err = match client.update_scale(namespace, mapping, &scale).await {
-            Ok(_) => return Ok(()),
+            Ok(_) => return ScaleWrite::Written,
             Err(e) => e,
         };
         // From the API, not a cache: the cache may be behind the version that conflicted.
         match client.get_scale_live(namespace, mapping, &name).await {
-            Ok(latest) => scale = latest,
+            Ok(latest) => {
+                if err.code == Some(409)
+                    && let Some(cached) = &decided_from
+                    && decision_inputs(cached) != decision_inputs(&latest)
+                {
+                    tracing::debug!(
+                        scale = %name,
+                        "The cached scale was behind the live one; deciding again from the live scale"
+                    );
+                    return ScaleWrite::Stale(Box::new(latest));
+                }
+                scale = latest;
+            }
             Err(get_err) => tracing::error!(
                 error = %get_err.message,
                 "failed to get the latest scale after a failed update"
             ),
         }
         if err.code != Some(409) || attempt >= STEPS {
-            return Err(err);
+            return ScaleWrite::Failed(err);
         }
         attempt += 1;
         tokio::time::sleep(BACKOFF).await;

@@ -1,0 +1,148 @@
+//! Upstream's log levels on the steady-state path: at `-v=2` (the common production setting)
+//! a reconcile that changes nothing writes no line. Upstream logs "Proposing desired
+//! replicas" and "Decided not to scale" at V(4) and the event broadcaster's "Event occurred"
+//! at V(3); before round 3 they showed at `-v=2`, about 1,300 lines a second at 10,000 HPAs.
+//! (Its own test binary: the verbosity is process-wide.)
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hpa_fixtures::scenario;
+use hpa_fixtures::server::FixtureServer;
+use hpa_fixtures::store::{ObjectKey, Store};
+use hpa_horizontal::{ControllerConfig, ControllerParts, HorizontalController};
+use hpa_metrics::{AvailableApis, RestMetricsClient};
+use kube_hpa_controller::logging::{KlogFormat, filter_directives, set_verbosity};
+
+const EXAMPLE: &str = "../../test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml";
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Capture {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+fn hpa_version(store: &Store) -> String {
+    store
+        .get(&ObjectKey::new(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "default",
+            "web",
+        ))
+        .unwrap()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn until(mut f: impl FnMut() -> bool) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !f() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("condition not reached");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_steady_state_reconcile_writes_no_line_at_v2() {
+    set_verbosity(2);
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter_directives(2)))
+        .with_ansi(false)
+        .event_format(KlogFormat::Json)
+        .with_writer(move || writer.clone())
+        .finish();
+    // The current-thread runtime polls every task of the controller on this thread.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let s = scenario::load_file(std::path::Path::new(EXAMPLE)).unwrap();
+    let store = Store::from_scenario(&s).unwrap();
+    let server = FixtureServer::start_local(store.clone()).await.unwrap();
+    let client = server.client().unwrap();
+    let options = hpa_config::Options::from_flag_map(&s.flags)
+        .unwrap()
+        .options;
+    let apis = AvailableApis::new();
+    let c = HorizontalController::new(ControllerParts {
+        metrics_client: Arc::new(RestMetricsClient::with_available_apis(
+            client.clone(),
+            apis.clone(),
+        )),
+        client,
+        available_apis: Some(apis),
+        scale_client: None,
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(store.virtual_clock().unwrap().clone()),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    c.start_caches();
+    c.wait_for_cache_sync().await.unwrap();
+
+    // The first reconcile scales 2 -> 4: "Successfully rescaled" (V(0)) and the status write
+    // (V(2)) are upstream's lines for it.
+    c.reconcile_key("default/web").await.unwrap();
+    let want = hpa_version(&store);
+    until(|| c.hpa_versions().get("default/web") == Some(&want)).await;
+    // The target now has 4 replicas and the same metrics: the next reconciles change nothing.
+    let mut d = store
+        .get(&ObjectKey::new("apps", "deployments", "default", "web"))
+        .unwrap();
+    d["status"]["replicas"] = serde_json::json!(4);
+    store.put_object(d).unwrap();
+    c.reconcile_key("default/web").await.unwrap();
+    let want = hpa_version(&store);
+    until(|| c.hpa_versions().get("default/web") == Some(&want)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = capture.lines();
+    assert!(
+        before.iter().any(|l| l.contains("Successfully rescaled")),
+        "{before:#?}"
+    );
+    assert!(
+        !before
+            .iter()
+            .any(|l| l.contains("Proposing desired replicas") || l.contains("Event occurred")),
+        "V(4) and V(3) lines at -v=2: {before:#?}"
+    );
+
+    for _ in 0..5 {
+        c.reconcile_key("default/web").await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = capture.lines();
+    assert_eq!(
+        after[before.len()..].to_vec(),
+        Vec::<String>::new(),
+        "steady-state reconciles wrote lines at -v=2"
+    );
+    c.stop();
+    server.stop().await.unwrap();
+}
