@@ -8,6 +8,7 @@
 pub mod app;
 pub mod auth;
 pub mod client;
+pub mod crash;
 pub mod debug;
 pub mod fence;
 mod leader_election;

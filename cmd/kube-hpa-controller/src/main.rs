@@ -3,7 +3,8 @@
 //!
 //! Parses kube-controller-manager's flags for this controller (exit 2 on a bad one), sets up
 //! logging, then runs [`kube_hpa_controller::app::run`]: client, serving, leader election and
-//! the controller, until SIGTERM/SIGINT (exit 0) or the loss of the lease (exit 1).
+//! the controller, until SIGTERM/SIGINT (exit 0), the loss of the lease (exit 1) or a panic in
+//! any task (exit 2, [`kube_hpa_controller::crash`]).
 
 use std::process::ExitCode;
 
@@ -37,6 +38,9 @@ fn main() -> ExitCode {
         eprintln!("Error: {e}");
         return ExitCode::from(2);
     }
+    // A panic in any task (informers, scale target watches, serving, leader election,
+    // workers) ends the process with status 2, as KCM's HandleCrash does.
+    kube_hpa_controller::crash::exit_on_panic();
     // At most four runtime threads: the controller waits on the API server far more than it
     // computes (0.12 of a core at 10,000 HPAs, docs/benchmarks.md), and each thread keeps its
     // own allocator caches, so more threads on a large node would only add resident memory.

@@ -6,7 +6,8 @@
 //! (`wait.UntilWithContext`, every second) if it returns, and `HandleError` logs a failed
 //! reconcile; here a worker never dies: the processing function runs in its own task, so an error
 //! *or a panic* is logged and the worker moves on, and `done` is always called (upstream's
-//! `defer Done(key)`).
+//! `defer Done(key)`). In the `kube-hpa-controller` binary a panic never gets that far: its panic
+//! hook ends the process first, as upstream's `HandleCrash` (which panics again) ends KCM.
 //!
 //! The queue guarantees that one item is never processed by two workers at once (see
 //! [`Queue`]). Re-adding after processing (the HPA's `AddRateLimited` when the object was not
