@@ -35,6 +35,8 @@ type Kept<V> = Option<(jiff::Timestamp, Arc<V>)>;
 struct Slot<V> {
     kept: Mutex<Kept<V>>,
     fetching: tokio::sync::Mutex<()>,
+    /// When an HPA last asked for this key (eviction).
+    used: Mutex<Option<jiff::Timestamp>>,
 }
 
 impl<V> Default for Slot<V> {
@@ -42,6 +44,7 @@ impl<V> Default for Slot<V> {
         Slot {
             kept: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
+            used: Mutex::new(None),
         }
     }
 }
@@ -67,15 +70,48 @@ fn age(now: jiff::Timestamp, at: jiff::Timestamp) -> Option<Duration> {
 /// holding the key's fetch lock, while the others keep reading the kept one until it is a
 /// window old; from then on they wait for the fetch in flight (or start one). So no list is
 /// used once it is a window old, and in a steady state HPAs rarely wait for a fetch.
+///
+/// A key no HPA has asked for during a whole window (its namespace deleted, its metric no
+/// longer used) is dropped at the next sweep, made at most once a window by a caller of
+/// [`Batches::get`], so the map holds only keys in use.
 struct Batches<K, V> {
     slots: Mutex<HashMap<K, Arc<Slot<V>>>>,
+    /// When the last sweep of unused keys ran.
+    swept: Mutex<Option<jiff::Timestamp>>,
 }
 
 impl<K: Eq + Hash + Clone, V> Batches<K, V> {
     fn new() -> Self {
         Batches {
             slots: Mutex::new(HashMap::new()),
+            swept: Mutex::new(None),
         }
+    }
+
+    /// The number of keys held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Drops the keys not asked for during the last `window` (at most once a window). A key
+    /// whose fetch is in flight is kept; an HPA still holding a dropped slot finishes with it.
+    fn sweep(&self, now: jiff::Timestamp, window: Duration) {
+        {
+            let mut swept = self.swept.lock().unwrap_or_else(|p| p.into_inner());
+            match *swept {
+                Some(at) if age(now, at).is_none_or(|a| a < window) => return,
+                _ => *swept = Some(now),
+            }
+        }
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, slot| {
+                let used = *slot.used.lock().unwrap_or_else(|p| p.into_inner());
+                let recent = used.is_some_and(|at| age(now, at).is_none_or(|a| a < window));
+                recent || slot.fetching.try_lock().is_err()
+            });
     }
 
     /// The list of `key` for an HPA reconciled now: the kept one, or a new one from `fetch`
@@ -91,6 +127,7 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Option<V>, MetricsError>>,
     {
+        self.sweep(now(), window);
         let slot = self
             .slots
             .lock()
@@ -98,6 +135,7 @@ impl<K: Eq + Hash + Clone, V> Batches<K, V> {
             .entry(key.clone())
             .or_default()
             .clone();
+        *slot.used.lock().unwrap_or_else(|p| p.into_inner()) = Some(now());
         let refresh_ahead = window - window / 4;
         let kept = slot.kept();
         let fresh = |kept: &Kept<V>, limit: Duration| {
@@ -506,6 +544,37 @@ mod tests {
                 usage: [("cpu".to_owned(), Quantity(cpu.to_owned()))].into(),
             }],
         }
+    }
+
+    /// 1,000 namespaces whose HPAs were deleted: their keys are dropped once unused for a
+    /// window, and the map returns to the keys in use.
+    #[tokio::test]
+    async fn keys_unused_for_a_window_are_dropped() {
+        let b: Batches<String, usize> = Batches::new();
+        let clock = Clock(AtomicI64::new(1_000));
+        let window = Duration::from_secs(20);
+        let ask = |key: String| {
+            let b = &b;
+            let clock = &clock;
+            async move {
+                b.get(&key, || clock.now(), window, || async { Ok(Some(1)) })
+                    .await
+                    .unwrap();
+            }
+        };
+        ask("kept".to_owned()).await;
+        let before = b.len();
+        for i in 0..1_000 {
+            ask(format!("ns-{i}")).await;
+        }
+        assert_eq!(b.len(), before + 1_000);
+        // Half a window on, the deleted namespaces are not asked for again, "kept" is.
+        clock.set(1_010);
+        ask("kept".to_owned()).await;
+        assert_eq!(b.len(), before + 1_000, "a sweep at most once a window");
+        clock.set(1_025);
+        ask("kept".to_owned()).await;
+        assert_eq!(b.len(), before, "only the key in use is left");
     }
 
     #[test]
