@@ -12,8 +12,9 @@
 //! HTTP stack (`ClientBuilder::try_from(Config)` + [`kube::client::ClientBuilder::with_layer`]).
 //! kube's own retries (`Config::default_retry`) are turned off for every client built here;
 //! the layer retries as client-go's `Request.request` with `withRetry` does (an answer with
-//! `Retry-After`, 429 or 5xx, at most [`MAX_RETRIES`] times, each attempt throttled and
-//! counted), bounds each request by a timeout, keeps writes behind the [`WriteFence`], and
+//! `Retry-After`, 429 or 5xx, and a GET whose connection was reset or closed before any
+//! answer, as if answered `Retry-After: 1`; at most [`MAX_RETRIES`] times, each attempt
+//! throttled and counted), bounds each request by a timeout, keeps writes behind the [`WriteFence`], and
 //! words transport failures as Go does (`crate::tls`). The process builds one client per
 //! purpose, as KCM does ([`build_clients`]). The request duration runs from before the first
 //! throttle wait to the last response's headers; watches (`?watch=true`) skip the throttle,
@@ -825,11 +826,32 @@ where
                 .map_err(|e| transport_error(op, url, e.into()))?;
             svc.call(req)
         };
-        let response = match fut.await {
+        let response = match fut.await.map_err(Into::<BoxError>::into) {
             Ok(r) => r,
             Err(e) => {
                 count(state, ERROR_CODE, &verb);
-                return Err(transport_error(op, url, e.into()));
+                // client-go's `isErrRetryableFunc` (`Request.request`): a GET that failed
+                // with a reset or closed connection before any answer is retried as if
+                // answered `Retry-After: 1`, within the same budget.
+                if verb == "GET"
+                    && !watch
+                    && retries < MAX_RETRIES
+                    && next.is_some()
+                    && retryable_read_error(e.as_ref())
+                {
+                    retries += 1;
+                    crate::v!(
+                        4,
+                        "Got a Retry-After 1s response for attempt {} to {}: retries: {}, retry-after: 1s - retry-reason: due to retryable error, error: {}",
+                        retries,
+                        url,
+                        retries,
+                        e
+                    );
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                return Err(transport_error(op, url, e));
             }
         };
         count(state, response.status().as_str(), &verb);
@@ -850,6 +872,43 @@ where
         drop(response);
         tokio::time::sleep(wait).await;
     }
+}
+
+/// apimachinery's `IsConnectionReset`, `IsProbableEOF` and `IsHTTP2ConnectionLost` for the
+/// errors of this HTTP stack: anywhere in the chain, an I/O error of kind connection reset,
+/// broken pipe or unexpected EOF, or hyper's "connection closed before message completed"
+/// (Go's `EOF` from a connection the server closed), a GOAWAY, a closed connection.
+fn retryable_read_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        let text = e.to_string().to_ascii_lowercase();
+        if [
+            "connection closed before message completed",
+            "connection reset by peer",
+            "broken pipe",
+            "unexpected eof",
+            "use of closed network connection",
+            "goaway",
+            "client connection lost",
+        ]
+        .iter()
+        .any(|m| text.contains(m))
+        {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
 }
 
 fn count(state: &LayerState, code: &str, verb: &str) {

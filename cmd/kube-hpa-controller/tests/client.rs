@@ -187,3 +187,99 @@ async fn build_client_uses_kubeconfig_and_master_override() {
     ));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An API server whose first `resets` connections are reset after the request arrives (no
+/// answer: an API server restarting); later ones answer a ConfigMap. Returns its address
+/// and the number of requests received.
+async fn resetting_api(
+    resets: usize,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = received.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                let mut got = Vec::new();
+                loop {
+                    let Ok(n) = sock.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    if !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        continue;
+                    }
+                    got.clear();
+                    let nth = counter.fetch_add(1, Ordering::SeqCst);
+                    if nth < resets {
+                        // RST instead of FIN: linger 0, then close.
+                        let _ = sock.set_zero_linger();
+                        return;
+                    }
+                    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"default"},"data":{"k":"v"}}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if sock.write_all(head.as_bytes()).await.is_err()
+                        || sock.write_all(body.as_bytes()).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, received)
+}
+
+/// client-go retries a GET whose connection was reset before any answer, as if answered
+/// `Retry-After: 1` (`isErrRetryableFunc` in `rest/request.go`), so an API server restart
+/// does not fail the reads of a reconcile; a write is not retried (not idempotent).
+#[tokio::test]
+async fn a_get_is_retried_after_a_connection_reset_and_a_write_is_not() {
+    use std::sync::atomic::Ordering;
+    let (addr, received) = resetting_api(2).await;
+    let client =
+        client_from_config(common::config_for(addr), None, None, TokioClock::new()).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let start = std::time::Instant::now();
+    let cm = api.get("x").await.unwrap();
+    assert_eq!(cm.data.unwrap()["k"], "v");
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        3,
+        "two resets, then the answer"
+    );
+    let waited = start.elapsed();
+    assert!(
+        (Duration::from_secs(2)..Duration::from_secs(5)).contains(&waited),
+        "about one second per retry: {waited:?}"
+    );
+
+    let (addr, received) = resetting_api(1).await;
+    let client =
+        client_from_config(common::config_for(addr), None, None, TokioClock::new()).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("x".into());
+    let err = api
+        .replace("x", &Default::default(), &cm)
+        .await
+        .expect_err("a PUT is not retried");
+    assert_eq!(received.load(Ordering::SeqCst), 1, "{err}");
+}
