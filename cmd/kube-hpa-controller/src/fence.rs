@@ -20,24 +20,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Why a write was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FenceError {
-    /// The lease was not renewed recently enough: another instance may hold it.
-    #[error(
-        "write refused: this instance may no longer hold the leader lease (last renewal {0:?} ago, renew deadline {1:?})"
-    )]
-    NotLeading(Duration, Duration),
-    /// The lease was never acquired.
-    #[error("write refused: this instance has not acquired the leader lease")]
-    NeverLed,
-    /// The process is shutting down.
-    #[error("write refused: the controller is shutting down")]
-    ShuttingDown,
-    /// Shadow mode: this instance writes nothing.
-    #[error("write refused: this instance runs in shadow mode (--shadow) and writes nothing")]
-    Shadow,
-}
+/// Why a write was refused (the type the reconcile recognises, so that it requeues a fenced
+/// write without a `FailedRescale` or `FailedUpdateStatus` event).
+pub use hpa_horizontal::FenceError;
 
 #[derive(Debug)]
 struct State {

@@ -30,6 +30,7 @@ pub use controller::{
     ResolvedVersion, ResourceVersions, resolve_version,
 };
 pub use explain::render_text;
+pub use fence::{FenceError, refused_by_fence};
 pub use reconcile::{MetricComputer, ReconcileError};
 pub use recorder::{CorrelatorSizes, EmittedEvent, Recorder};
 pub use scale_client::{KubeScaleClient, ScaleClient, ScaleError};
@@ -42,6 +43,7 @@ mod caches;
 mod controller;
 mod explain;
 mod explain_metrics;
+mod fence;
 mod metrics_batch;
 mod monitor;
 mod pod_projection;

@@ -820,3 +820,124 @@ async fn a_server_that_drops_observed_generation_gets_no_status_write_per_sync()
     assert_eq!(status_puts(), 1, "{:?}", seen.lock().unwrap().requests);
     informer.abort();
 }
+
+/// Every target has 3 replicas; every scale write is refused by the write fence (this
+/// instance's lease renewal is late), as the binary's request layer refuses it.
+struct FencedWrites;
+
+#[async_trait::async_trait]
+impl ScaleClient for FencedWrites {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        ThreeReplicas.get_scale(namespace, mapping, name).await
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        _scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        let refused =
+            crate::FenceError::NotLeading(Duration::from_secs(11), Duration::from_secs(10));
+        Err(ScaleError::caused_by(
+            format!(
+                "PUT \"https://api/apis/apps/v1/namespaces/ns-0/deployments/web-0/scale\": {refused}"
+            ),
+            refused,
+        ))
+    }
+}
+
+/// A scale write the fence refused was never sent: no FailedRescale event, no status write
+/// (whose FailedUpdateStatus would follow), no recommendation kept; the reconcile fails so
+/// that the HPA is requeued. Before, the FailedRescale event was made and left once a late
+/// renewal reopened the fence.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fenced_scale_write_makes_no_event_and_no_status_write() {
+    let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+    let controller = HorizontalController::new(ControllerParts {
+        client: server_dropping_observed_generation(seen.clone()),
+        scale_client: Some(Arc::new(FencedWrites)),
+        log_emissions: true,
+        ..parts(config(&[("scale-target-cache", "false")]))
+    })
+    .unwrap();
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    initial_list(&tx, [hpa(0)]);
+    settle(|| controller.cached_hpa("ns-0", "hpa-0").is_some()).await;
+    let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
+    assert!(err.to_string().contains("write refused"), "{err}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        controller.recorder().emitted_since(0).is_empty(),
+        "{:?}",
+        controller.recorder().emitted_since(0)
+    );
+    assert!(
+        seen.lock().unwrap().requests.is_empty(),
+        "{:?}",
+        seen.lock().unwrap().requests
+    );
+    assert!(
+        controller.state().recommendations("ns-0/hpa-0").is_empty(),
+        "{:?}",
+        controller.state().recommendations("ns-0/hpa-0")
+    );
+    informer.abort();
+}
+
+/// An API server behind a fence that refuses every write (as the binary's request layer does
+/// when the lease renewal is late): a write fails with a [`crate::FenceError`] before it is sent.
+fn fenced_client() -> kube::Client {
+    let service = tower::service_fn(|req: http::Request<kube::client::Body>| async move {
+        if req.method() == http::Method::GET {
+            return Ok(http::Response::builder()
+                .status(404)
+                .header("content-type", "application/json")
+                .body(kube::client::Body::from(b"{}".to_vec()))
+                .unwrap());
+        }
+        Err::<http::Response<kube::client::Body>, _>(crate::FenceError::NeverLed)
+    });
+    kube::Client::new(service, "default")
+}
+
+/// A status write the fence refused makes no FailedUpdateStatus event.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fenced_status_write_makes_no_event() {
+    let controller = HorizontalController::new(ControllerParts {
+        client: fenced_client(),
+        scale_client: Some(Arc::new(ZeroReplicas)),
+        log_emissions: true,
+        ..parts(config(&[("scale-target-cache", "false")]))
+    })
+    .unwrap();
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    initial_list(&tx, [hpa(0)]);
+    settle(|| controller.cached_hpa("ns-0", "hpa-0").is_some()).await;
+    let err = controller.reconcile_key("ns-0/hpa-0").await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("failed to update status"),
+        "{err}"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let emitted = controller.recorder().emitted_since(0);
+    assert!(
+        emitted.iter().all(|e| e.reason != "FailedUpdateStatus"),
+        "{emitted:?}"
+    );
+    informer.abort();
+}

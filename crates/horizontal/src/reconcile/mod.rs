@@ -180,9 +180,9 @@ impl Reconciler {
             self.config.hpa.tolerance,
         ));
         let shadow = self.config.shadow;
-        // The recommendation history before deciding from a cached scale: put back if the
-        // decision has to be made again from the live scale (see `ScaleWrite::Stale`).
-        let history = (source == ReadSource::Cache).then(|| self.state.recommendations(key));
+        // The recommendation history before deciding: put back if the decision has to be made
+        // again from the live scale (see `ScaleWrite::Stale`) or its write never left (fence).
+        let history = self.state.recommendations(key);
         // At most twice: a second time only after a cached scale turned out to be behind.
         let (decision, current, status_replicas, rescale, rescale_error) = loop {
             let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
@@ -252,9 +252,7 @@ impl Reconciler {
                         failed
                     }
                     ScaleWrite::Stale(live) => {
-                        if let Some(h) = &history {
-                            self.state.set_recommendations(key, h.clone());
-                        }
+                        self.state.set_recommendations(key, history.clone());
                         scale = *live;
                         source = ReadSource::Api;
                         continue;
@@ -265,6 +263,24 @@ impl Reconciler {
             };
             break (decision, current, status_replicas, rescale, rescale_error);
         };
+        if let Some(e) = &rescale_error
+            && e.cause
+                .as_ref()
+                .is_some_and(|c| crate::fence::refused_by_fence(c.as_error()))
+        {
+            // The fence refused the scale write (this instance may no longer lead): it was
+            // never sent. No event, condition or status write (they would be refused too, or
+            // leave late once a renewal succeeds); the decision leaves no recommendation and
+            // the HPA is requeued.
+            self.state.set_recommendations(key, history);
+            return (
+                ActionLabel::None,
+                Err(ReconcileError::internal(format!(
+                    "failed to rescale {reference}: {}",
+                    e.message
+                ))),
+            );
+        }
         if self.config.keep_last_decisions {
             self.last_decisions.insert(key.to_owned(), decision.clone());
         }

@@ -110,7 +110,11 @@ impl StatusWriter {
             Err(e) => {
                 let text = hpa_metrics::kube_error_message(&e);
                 let (event, error) = status_update_failure(&name, &text);
-                recorder.record(hpa, &event);
+                // A write the fence refused was never sent: no event (the reconcile is
+                // requeued), as upstream, which has no fence, would have made none.
+                if !crate::fence::refused_by_fence(&e) {
+                    recorder.record(hpa, &event);
+                }
                 Err(ReconcileError::wrapping(ErrorKind::Internal, error, e))
             }
         }
