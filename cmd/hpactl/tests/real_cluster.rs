@@ -576,7 +576,8 @@ async fn clamps_back(client: &kube::Client, what: &str) {
 /// The scale-target cache through real watches: another actor scales the Deployment above
 /// maxReplicas and the controller (cache on, the default) scales it back: at first, after
 /// kube-apiserver restarts, after a restart that follows an etcd compaction (the resumed
-/// watches are answered 410 Gone and relist), and after etcd restarts.
+/// watches are answered 410 Gone and relist), after etcd restarts, and once RBAC refuses the
+/// Deployments' watch (the cache is stale and scales are read with GETs).
 #[test]
 #[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
 fn scale_target_cache_through_real_watches() {
@@ -644,6 +645,24 @@ fn scale_target_cache_through_real_watches() {
 
             c.restart_component("etcd").await.unwrap();
             clamps_back(&client, "after an etcd restart").await;
+
+            // RBAC no longer lets the controller watch Deployments (list still allowed); the
+            // apiserver restart ends its watch, whose resumption is refused with 403. The
+            // cache must not go on answering with what it had: the Deployment scaled to 8 is
+            // read with a GET and scaled back (issue 24: a cache that stayed synced after a
+            // refused watch kept deciding on 4).
+            let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(client.clone());
+            let mut role = roles.get("kube-hpa-controller").await.unwrap();
+            for rule in role.rules.iter_mut().flatten() {
+                if rule.resources.as_ref().is_some_and(|r| r.iter().any(|r| r == "deployments")) {
+                    rule.verbs.retain(|v| v != "watch");
+                }
+            }
+            roles.replace("kube-hpa-controller", &Default::default(), &role).await.unwrap();
+            c.restart_component("kube-apiserver").await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            clamps_back(&client, "with the Deployments' watch refused").await;
             assert!(process::alive(&ctl), "the controller exited");
         });
     }
