@@ -2156,36 +2156,20 @@ async fn delete(client: &kube::Client, obj: &Value) {
     };
     let _ = api.delete(name, &dp).await;
     if kind(obj) == "CustomResourceDefinition" {
-        wait_crd(client, name, false).await;
+        wait_crd_gone(client, name).await;
     }
 }
 
-/// Waits until a CRD is Established (`present`) or gone.
-async fn wait_crd(client: &kube::Client, name: &str, present: bool) {
+/// Waits until a CRD is gone (its Established wait is `hpa_cluster::load::wait_established`).
+async fn wait_crd_gone(client: &kube::Client, name: &str) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
-        let crd = api.get_opt(name).await.unwrap();
-        let done = match (&crd, present) {
-            (None, false) => true,
-            (Some(c), true) => c
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                }),
-            _ => false,
-        };
-        if done {
+        if api.get_opt(name).await.unwrap().is_none() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    panic!(
-        "CustomResourceDefinition {name}: not {} within 60 s",
-        if present { "Established" } else { "gone" }
-    );
+    panic!("CustomResourceDefinition {name}: not gone within 60 s");
 }

@@ -179,9 +179,14 @@ fn short_path(file: &str, n: usize) -> String {
 impl KlogFormat {
     /// Formats one event as a line (without the newline), at time `now`.
     pub fn line(&self, event: &Event<'_>, now: &jiff::Zoned) -> String {
-        let meta = event.metadata();
         let mut f = Fields::default();
         event.record(&mut f);
+        self.line_of(event, f, now)
+    }
+
+    /// [`KlogFormat::line`] from the event's fields, already recorded.
+    fn line_of(&self, event: &Event<'_>, f: Fields, now: &jiff::Zoned) -> String {
+        let meta = event.metadata();
         let level = *meta.level();
         match self {
             KlogFormat::Json => {
@@ -251,7 +256,7 @@ where
         {
             return Ok(());
         }
-        writeln!(writer, "{}", self.line(event, &jiff::Zoned::now()))
+        writeln!(writer, "{}", self.line_of(event, f, &jiff::Zoned::now()))
     }
 }
 

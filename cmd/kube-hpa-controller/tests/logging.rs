@@ -4,24 +4,12 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::Capture;
 
 use kube_hpa_controller::logging::{self, KlogFormat, LoggingError, set_verbosity, v_enabled};
 use kube_hpa_controller::v;
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn captured(verbosity: i32, f: impl FnOnce()) -> String {
     captured_as(None, verbosity, f)
@@ -40,7 +28,7 @@ fn captured_as(format: Option<KlogFormat>, verbosity: i32, f: impl FnOnce()) -> 
         None => Box::new(builder.finish()),
     };
     tracing::subscriber::with_default(subscriber, f);
-    String::from_utf8(cap.0.lock().unwrap().clone()).unwrap()
+    cap.text()
 }
 
 #[test]

@@ -6,8 +6,10 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::Capture;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hpa_fixtures::scenario;
@@ -18,29 +20,6 @@ use hpa_metrics::{AvailableApis, RestMetricsClient};
 use kube_hpa_controller::logging::{KlogFormat, filter_directives, set_verbosity};
 
 const EXAMPLE: &str = "../../test-fixtures/scenarios/resource/cpu-utilization-scale-up.yaml";
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
 
 fn hpa_version(store: &Store) -> String {
     store

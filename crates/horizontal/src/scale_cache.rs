@@ -596,15 +596,17 @@ async fn run(lw: &dyn ListWatch, cache: &ResourceCache) {
             }
         };
         let broken = watch(lw, cache, &source, rv, crd_rv).await;
-        if broken.give_up {
-            cache.set_state(CacheState::Unavailable, &broken.reason);
-            return;
+        match broken.then {
+            Then::GiveUp => {
+                cache.set_state(CacheState::Unavailable, &broken.reason);
+                return;
+            }
+            Then::RelistNow => cache.set_state(CacheState::Stale, &broken.reason),
+            Then::RelistLater => {
+                cache.set_state(CacheState::Stale, &broken.reason);
+                tokio::time::sleep(backoff.next()).await;
+            }
         }
-        cache.set_state(CacheState::Stale, &broken.reason);
-        if broken.relist_now {
-            continue;
-        }
-        tokio::time::sleep(backoff.next()).await;
     }
 }
 
@@ -637,29 +639,44 @@ async fn list(lw: &dyn ListWatch, source: &ScaleSource) -> Result<(Objects, Stri
     }
 }
 
-/// Why a watch stopped.
+/// What to do after a watch stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Relist at once (410 Expired, a CRD change).
+    RelistNow,
+    /// Relist after the backoff.
+    RelistLater,
+    /// Give the resource up (its CRD may not be watched): read with GETs for good.
+    GiveUp,
+}
+
+/// Why a watch stopped, and what to do next.
 struct Broken {
     reason: String,
-    /// Relist at once (410 Expired, a CRD change) rather than after the backoff.
-    relist_now: bool,
-    /// Give the resource up (its CRD may not be watched): read with GETs for good.
-    give_up: bool,
+    then: Then,
 }
 
 impl Broken {
     fn after_backoff(reason: String) -> Self {
         Broken {
             reason,
-            relist_now: false,
-            give_up: false,
+            then: Then::RelistLater,
         }
     }
 
     fn now(reason: String) -> Self {
         Broken {
             reason,
-            relist_now: true,
-            give_up: false,
+            then: Then::RelistNow,
+        }
+    }
+
+    /// A watch `Status`: 410 Expired relists at once, anything else after the backoff.
+    fn status(code: u16, reason: String) -> Self {
+        if code == 410 {
+            Broken::now(reason)
+        } else {
+            Broken::after_backoff(reason)
         }
     }
 }
@@ -689,7 +706,9 @@ async fn watch(
                     ));
                     // Without watch of customresourcedefinitions (an RBAC of before it was
                     // needed) the scale paths could change unseen.
-                    broken.give_up = matches!(&e, kube::Error::Api(s) if refused(s.code));
+                    if matches!(&e, kube::Error::Api(s) if refused(s.code)) {
+                        broken.then = Then::GiveUp;
+                    }
                     return broken;
                 }
                 Err(_) => {
@@ -731,11 +750,7 @@ async fn watch(
                         }
                         WatchEvent::Error(status) => {
                             let reason = format!("watch error {}: {}", status.code, status.message);
-                            return if status.code == 410 {
-                                Broken::now(reason)
-                            } else {
-                                Broken::after_backoff(reason)
-                            };
+                            return Broken::status(status.code, reason);
                         }
                     },
                     Ok(Some(Err(e))) => return Broken::after_backoff(format!("watch failed: {e}")),
@@ -759,11 +774,7 @@ async fn watch(
                             "watch of the CustomResourceDefinition: error {}: {}",
                             status.code, status.message
                         );
-                        return if status.code == 410 {
-                            Broken::now(reason)
-                        } else {
-                            Broken::after_backoff(reason)
-                        };
+                        return Broken::status(status.code, reason);
                     }
                     Some(Err(e)) => {
                         return Broken::after_backoff(format!(

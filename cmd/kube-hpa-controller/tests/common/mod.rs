@@ -237,3 +237,29 @@ pub async fn presented_ca(addr: SocketAddr) -> CertificateDer<'static> {
         .clone()
         .into_owned()
 }
+
+/// A log writer for tests: keeps everything written, shared between its clones.
+#[derive(Clone, Default)]
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Capture {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Everything written so far, by line.
+    pub fn lines(&self) -> Vec<String> {
+        self.text().lines().map(str::to_owned).collect()
+    }
+}
