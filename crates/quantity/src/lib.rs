@@ -707,6 +707,9 @@ fn positive_scale_int64(base: i64, scale: i32) -> (i64, bool) {
         3 => mul_scale(base, 1000),
         6 => mul_scale(base, 1_000_000),
         9 => mul_scale(base, 1_000_000_000),
+        // Zero stays zero however far it is scaled: Go's loop multiplies it `scale` times (up
+        // to 2^31 for `0e2147483647`-like input); the answer is the same without the loop.
+        _ if base == 0 => (0, true),
         _ => {
             let mut value = base;
             for _ in 0..scale.max(0) {

@@ -557,3 +557,33 @@ fn milli_with_binary_format_prints_like_go() {
     assert_eq!(q(1_000_500), "1000500m");
     assert_eq!(q(0), "0");
 }
+
+/// Found by the `quantity` fuzz target (crates/fuzz/regressions/quantity): a zero mantissa
+/// with a huge exponent parses to zero at a scale near 2^31, and scaling it to milli-units
+/// looped once per power of ten (Go's `positiveScaleInt64` does, taking seconds; it took
+/// minutes here under the fuzzer). Zero is zero at any scale, at once.
+#[test]
+fn zero_at_a_huge_scale_scales_at_once() {
+    for text in [
+        "E012345678950123",
+        ".00e90003115023456",
+        "0e2147483647",
+        "0.0E1000000000",
+    ] {
+        let Ok(q) = text.parse::<Quantity>() else {
+            continue;
+        };
+        let started = std::time::Instant::now();
+        assert_eq!((q.milli_value(), q.value()), (0, 0), "{text:?}");
+        assert!(q.is_zero(), "{text:?}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(100),
+            "{text:?} took {:?}",
+            started.elapsed()
+        );
+    }
+    let q: Quantity = "0e2147483647"
+        .parse()
+        .expect("0e2147483647 parses, as Go's does");
+    assert_eq!(q.milli_value(), 0);
+}
