@@ -24,8 +24,9 @@ pub use discovery::AvailableApis;
 pub use error::{FetchError, MetricsError, UtilizationError, kube_error_message};
 pub use hpa_quantity::{Format, Quantity, QuantityError, QuantityErrorKind};
 pub use rest::{
-    METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient, query_escape,
-    raw_metric_result, resource_metric_result,
+    METRIC_SERVER_DEFAULT_METRIC_WINDOW, MetricsApiClients, RestMetricsClient, check_custom_list,
+    decode_answer, external_metric_result, object_metric_result, query_escape, raw_metric_result,
+    resource_metric_result,
 };
 pub use restmapper::{DeferredRestMapper, MappingError, ResourceMapping};
 pub use selector::{Operator, Requirement, Selector, SelectorError};

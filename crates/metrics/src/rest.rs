@@ -24,8 +24,8 @@ use crate::restmapper::DeferredRestMapper;
 use crate::selector::Selector;
 use crate::types::{PodMetric, PodMetricsInfo};
 use crate::wire::{
-    ExternalMetricValueList, MetricValue, MetricValueList, PodMetrics, PodMetricsList, Status,
-    go_zero_time,
+    ExternalMetricValue, ExternalMetricValueList, MetricValue, MetricValueList, PodMetrics,
+    PodMetricsList, Status, go_zero_time,
 };
 use hpa_quantity::Quantity;
 
@@ -161,37 +161,23 @@ impl RestMetricsClient {
             .await
             .map_err(|e| FetchError::caused_by(crate::kube_error_message(&e), e))?;
         let status = response.status();
-        let is_text = response
+        let content_type = response
             .headers()
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/plain"));
+            .map(str::to_owned);
         let body = response
             .into_body()
             .collect_bytes()
             .await
             .map_err(|e| FetchError::caused_by(e.to_string(), e))?;
-        if !status.is_success() {
-            let code = status.as_u16();
-            if let Ok(st) = serde_json::from_slice::<Status>(&body)
-                && st.kind.as_deref().is_none_or(|k| k == "Status")
-                && st.status.as_deref() == Some("Failure")
-            {
-                return Err(FetchError::status(code, st.message.unwrap_or_default()));
-            }
-            let server_message = if is_text {
-                let text = String::from_utf8_lossy(&body[..body.len().min(1024)]);
-                text.trim().to_string()
-            } else {
-                "unknown".to_string()
-            };
-            return Err(FetchError::status(
-                code,
-                generic_server_response(code, qualified_resource, name, &server_message),
-            ));
-        }
-        serde_json::from_slice(&body).map_err(|e| FetchError::caused_by(e.to_string(), e))
+        decode_answer(
+            status.as_u16(),
+            content_type.as_deref(),
+            &body,
+            qualified_resource,
+            name,
+        )
     }
 
     /// The custom metrics API version to use (cached; rediscovered after invalidation).
@@ -309,20 +295,89 @@ impl RestMetricsClient {
                 name,
             )
             .await?;
-        if let Some(kind) = list.kind.as_deref()
-            && kind != "MetricValueList"
-        {
-            return Err(FetchError::other(format!(
-                "the custom metrics API server didn't return MetricValueList, the type is {kind}"
-            )));
-        }
-        if check_values {
-            for item in &list.items {
-                parse_quantity(&item.value)?;
-            }
-        }
+        check_custom_list(&list, check_values)?;
         Ok(list)
     }
+}
+
+/// An answer of a metrics API as client-go's REST client turns it into a value or an error:
+/// a non-2xx status is the server's `Status` message when the body is a failure `Status`, else
+/// upstream's generic message for the code (quoting a `text/plain` body); a 2xx body must decode
+/// as `T`. Pure, so that every answer a server can send is tested (and fuzzed) without one.
+pub fn decode_answer<T: DeserializeOwned>(
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+    qualified_resource: &str,
+    name: &str,
+) -> Result<T, FetchError> {
+    if !(200..300).contains(&status) {
+        if let Ok(st) = serde_json::from_slice::<Status>(body)
+            && st.kind.as_deref().is_none_or(|k| k == "Status")
+            && st.status.as_deref() == Some("Failure")
+        {
+            return Err(FetchError::status(status, st.message.unwrap_or_default()));
+        }
+        let is_text = content_type
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/plain"));
+        let server_message = if is_text {
+            let text = String::from_utf8_lossy(&body[..body.len().min(1024)]);
+            text.trim().to_string()
+        } else {
+            "unknown".to_string()
+        };
+        return Err(FetchError::status(
+            status,
+            generic_server_response(status, qualified_resource, name, &server_message),
+        ));
+    }
+    serde_json::from_slice(body).map_err(|e| FetchError::caused_by(e.to_string(), e))
+}
+
+/// Upstream `customMetricsClient`'s checks of a `MetricValueList` answer: its kind, when
+/// given, is `MetricValueList`, and (`check_values`) every value parses.
+pub fn check_custom_list(list: &MetricValueList, check_values: bool) -> Result<(), FetchError> {
+    if let Some(kind) = list.kind.as_deref()
+        && kind != "MetricValueList"
+    {
+        return Err(FetchError::other(format!(
+            "the custom metrics API server didn't return MetricValueList, the type is {kind}"
+        )));
+    }
+    if check_values {
+        for item in &list.items {
+            parse_quantity(&item.value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Upstream `customMetricsClient.GetObjectMetric` after its request: exactly one value, in
+/// milli-units, with its timestamp.
+pub fn object_metric_result(items: &[MetricValue]) -> Result<(i64, jiff::Timestamp), MetricsError> {
+    let [item] = items else {
+        return Err(MetricsError::CustomFetch(FetchError::other(format!(
+            "the custom metrics API server returned {} results when we asked for exactly one",
+            items.len()
+        ))));
+    };
+    Ok((milli(&item.value), timestamp(item.timestamp.as_ref())))
+}
+
+/// Upstream `externalMetricsClient.GetExternalMetric` after its request: every value must
+/// parse, an empty answer is an error, the timestamp is the first item's.
+pub fn external_metric_result(
+    items: &[ExternalMetricValue],
+) -> Result<(Vec<i64>, jiff::Timestamp), MetricsError> {
+    for item in items {
+        parse_quantity(&item.value).map_err(MetricsError::ExternalFetch)?;
+    }
+    let Some(first) = items.first() else {
+        return Err(MetricsError::NoExternalMetrics);
+    };
+    let values = items.iter().map(|m| milli(&m.value)).collect();
+    Ok((values, timestamp(first.timestamp.as_ref())))
 }
 
 /// Upstream `resourceMetricsClient.GetResourceMetric` after its request: every quantity of
@@ -569,13 +624,7 @@ impl MetricsClient for RestMetricsClient {
             }
         }
         .map_err(MetricsError::CustomFetch)?;
-        let [item] = list.items.as_slice() else {
-            return Err(MetricsError::CustomFetch(FetchError::other(format!(
-                "the custom metrics API server returned {} results when we asked for exactly one",
-                list.items.len()
-            ))));
-        };
-        Ok((milli(&item.value), timestamp(item.timestamp.as_ref())))
+        object_metric_result(&list.items)
     }
 
     async fn get_external_metric(
@@ -599,14 +648,7 @@ impl MetricsClient for RestMetricsClient {
             )
             .await
             .map_err(MetricsError::ExternalFetch)?;
-        for item in &list.items {
-            parse_quantity(&item.value).map_err(MetricsError::ExternalFetch)?;
-        }
-        let Some(first) = list.items.first() else {
-            return Err(MetricsError::NoExternalMetrics);
-        };
-        let values = list.items.iter().map(|m| milli(&m.value)).collect();
-        Ok((values, timestamp(first.timestamp.as_ref())))
+        external_metric_result(&list.items)
     }
 }
 
