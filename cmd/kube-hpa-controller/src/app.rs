@@ -233,8 +233,10 @@ pub async fn run(
     }
 
     if !options.hpa_controller_enabled() {
-        tracing::warn!(
-            "\"horizontal-pod-autoscaler-controller\" is disabled by --controllers; serving health and metrics only"
+        // kube-controller-manager's words and level for a controller left out of --controllers.
+        tracing::info!(
+            controller = "horizontal-pod-autoscaler-controller",
+            "Warning: controller is disabled"
         );
         readiness.set_ready();
         stopped(stop_rx.clone()).await;
@@ -329,7 +331,8 @@ pub async fn run(
     elector.flush_events(EVENT_FLUSH_TIMEOUT).await;
     match outcome {
         RenewOutcome::Lost => {
-            tracing::error!("leaderelection lost");
+            // 1.36's words ("leaderelection lost" in 1.35).
+            tracing::error!("leaderelection lost/stopped");
             controller.stop();
             Ok(Outcome::LeaderElectionLost)
         }
@@ -343,7 +346,7 @@ pub async fn run(
                 .await
                 .is_err()
             {
-                tracing::error!("Failed to release lock: context deadline exceeded");
+                tracing::error!(err = "context deadline exceeded", "Failed to release lease");
             }
             Ok(Outcome::Stopped)
         }

@@ -324,7 +324,9 @@ impl DelegatingAuth {
                     }
                     _ => {
                         if let Some(e) = status.error.filter(|e| !e.is_empty()) {
-                            tracing::debug!(error = %e, "token review rejected the bearer token");
+                            // Upstream's authentication filter logs nothing for a rejected
+                            // token; this detail is here at V(4).
+                            crate::v!(4, error = %e, "token review rejected the bearer token");
                         }
                         Authn::Unauthorized
                     }
@@ -333,7 +335,7 @@ impl DelegatingAuth {
                 outcome
             }
             Err(e) => {
-                tracing::error!(error = %e, "Unable to authenticate the request due to an error");
+                tracing::error!(error = %e, "Unable to authenticate the request");
                 Authn::Unauthorized
             }
         }

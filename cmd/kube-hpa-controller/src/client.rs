@@ -795,13 +795,7 @@ where
                     .observe(waited.as_secs_f64());
             }
             if waited > Duration::from_millis(50) {
-                crate::v!(
-                    3,
-                    "Waited for {:?} due to client-side throttling, not priority and fairness, request: {}:{}",
-                    waited,
-                    verb,
-                    url
-                );
+                log_throttle_wait(waited, &verb, url);
             }
         }
         if let Some(ca) = &state.expired_ca {
@@ -842,11 +836,11 @@ where
                     retries += 1;
                     crate::v!(
                         4,
-                        "Got a Retry-After 1s response for attempt {} to {}: retries: {}, retry-after: 1s - retry-reason: due to retryable error, error: {}",
-                        retries,
-                        url,
-                        retries,
-                        e
+                        delay = "1s",
+                        attempt = retries,
+                        url = %url,
+                        err = %e,
+                        "Got a Retry-After response"
                     );
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
@@ -864,10 +858,10 @@ where
         retries += 1;
         crate::v!(
             4,
-            "Got a Retry-After {:?} response for attempt {} to {}",
-            wait,
-            retries,
-            url
+            delay = ?wait,
+            attempt = retries,
+            url = %url,
+            "Got a Retry-After response"
         );
         drop(response);
         tokio::time::sleep(wait).await;
@@ -909,6 +903,38 @@ fn retryable_read_error(err: &(dyn std::error::Error + 'static)) -> bool {
         cur = e.source();
     }
     false
+}
+
+/// client-go's log of a wait in the client-side rate limiter (`tryThrottleWithInfo`): at V(3)
+/// when it exceeded 50 ms; past one second also through its throttled logger, at V(2) at most
+/// once a second when `-v` ≥ 2, else at V(0) at most once every 10 s.
+fn log_throttle_wait(waited: Duration, verb: &str, url: &str) {
+    const REASON: &str = "client-side throttling, not priority and fairness";
+    crate::v!(3, delay = ?waited, reason = REASON, verb, URL = url, "Waited before sending request");
+    if waited <= Duration::from_secs(1) {
+        return;
+    }
+    static LAST: std::sync::Mutex<[Option<std::time::Instant>; 2]> =
+        std::sync::Mutex::new([None, None]);
+    let (slot, level, interval) = if crate::logging::v_enabled(2) {
+        (0, 2, Duration::from_secs(1))
+    } else {
+        (1, 0, Duration::from_secs(10))
+    };
+    let now = std::time::Instant::now();
+    let due = {
+        let mut last = LAST
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = last[slot].is_none_or(|t| now.duration_since(t) >= interval);
+        if due {
+            last[slot] = Some(now);
+        }
+        due
+    };
+    if due {
+        crate::v!(level, delay = ?waited, reason = REASON, verb, URL = url, "Waited before sending request");
+    }
 }
 
 fn count(state: &LayerState, code: &str, verb: &str) {

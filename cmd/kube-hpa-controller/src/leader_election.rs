@@ -271,7 +271,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             Some(limit) => tokio::time::timeout(limit, self.try_acquire_or_renew())
                 .await
                 .unwrap_or_else(|_| {
-                    tracing::error!(lock = %self.lock.describe(), "Failed to update lock: context deadline exceeded");
+                    tracing::error!(lock = %self.lock.describe(), err = "context deadline exceeded", "Failed to update lease");
                     false
                 }),
             None => self.try_acquire_or_renew().await,
@@ -333,9 +333,11 @@ impl<L: LeaseLock> LeaderElector<L> {
                     self.set_observed(record);
                     return true;
                 }
-                Err(e) => tracing::error!(
-                    error = %e,
-                    "Failed to update lock optimistically, falling back to slow path"
+                Err(e) => crate::v!(
+                    2,
+                    lock = %self.lock.describe(),
+                    err = %e,
+                    "Failed to update lease optimistically, falling back to slow path"
                 ),
             }
         }
@@ -345,14 +347,14 @@ impl<L: LeaseLock> LeaderElector<L> {
             Ok(Some(found)) => found,
             Ok(None) => {
                 if let Err(e) = self.lock.create(&record).await {
-                    tracing::error!(error = %e, "error initially creating leader election record");
+                    tracing::error!(lock = %self.lock.describe(), error = %e, "Error initially creating lease lock");
                     return false;
                 }
                 self.set_observed(record);
                 return true;
             }
             Err(e) => {
-                tracing::error!(lock = %self.lock.describe(), error = %e, "error retrieving resource lock");
+                tracing::error!(lock = %self.lock.describe(), error = %e, "Error retrieving lease lock");
                 return false;
             }
         };
@@ -363,7 +365,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             self.observed_raw = Some(raw);
         }
         if !old.holder_identity.is_empty() && self.lease_valid(now) && !self.is_leader() {
-            tracing::debug!(holder = %old.holder_identity, "lock is held by another candidate and has not yet expired");
+            crate::v!(4, lock = %self.lock.describe(), holder = %old.holder_identity, "Lease is held by and has not yet expired");
             return false;
         }
 
@@ -378,7 +380,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             record.leader_transitions = old.leader_transitions.saturating_add(1);
         }
         if let Err(e) = self.lock.update(&record).await {
-            tracing::error!(error = %e, "Failed to update lock");
+            tracing::error!(lock = %self.lock.describe(), error = %e, "Failed to update lease");
             return false;
         }
         self.set_observed(record);
@@ -395,16 +397,17 @@ impl<L: LeaseLock> LeaderElector<L> {
     /// Tries until this candidate leads (true) or `shutdown` resolves (false), waiting a
     /// jittered retry period between attempts (`acquire`).
     pub async fn acquire(&mut self, shutdown: &mut (impl Future<Output = ()> + Unpin)) -> bool {
-        tracing::info!(lock = %self.lock.describe(), "attempting to acquire leader lease");
+        tracing::info!(lock = %self.lock.describe(), "Attempting to acquire leader lease...");
         loop {
             if self.attempt(Some(self.config.renew_deadline)).await {
                 self.lock.record_event("became leader");
-                tracing::info!(lock = %self.lock.describe(), "successfully acquired lease");
+                tracing::info!(lock = %self.lock.describe(), "Successfully acquired lease");
                 if let Some(m) = &self.metrics {
                     m.set_leader(&self.config.name, true);
                 }
                 return true;
             }
+            crate::v!(4, lock = %self.lock.describe(), "Failed to acquire lease");
             let wait = self.jittered(self.config.retry_period);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
@@ -440,6 +443,7 @@ impl<L: LeaseLock> LeaderElector<L> {
                     _ = &mut *shutdown => return RenewOutcome::Shutdown,
                 };
                 if ok {
+                    crate::v!(5, lock = %self.lock.describe(), "Successfully renewed lease");
                     break true;
                 }
                 let now = tokio::time::Instant::now();
@@ -462,7 +466,7 @@ impl<L: LeaseLock> LeaderElector<L> {
                 if let Some(h) = &self.health {
                     h.observe(false, &self.config);
                 }
-                tracing::info!(lock = %self.lock.describe(), "failed to renew lease: timed out waiting for the condition");
+                tracing::info!(lock = %self.lock.describe(), err = "context deadline exceeded", "Failed to renew lease");
                 return RenewOutcome::Lost;
             }
             tokio::select! {
@@ -492,7 +496,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             leader_transitions: self.observed.leader_transitions,
         };
         if let Err(e) = self.lock.update(&record).await {
-            tracing::error!(error = %e, "Failed to release lock");
+            tracing::error!(lock = %self.lock.describe(), error = %e, "Failed to release lease");
             return false;
         }
         if let Some(m) = &self.metrics {
@@ -611,15 +615,28 @@ impl LeaseLock for KubeLeaseLock {
     }
 
     fn record_event(&mut self, what: &str) {
+        let message = format!("{} {what}", self.identity);
+        // kube-controller-manager's own event broadcaster logs every event it records at V(0)
+        // (`StartStructuredLogging(0)` in controllermanager.go).
+        tracing::info!(
+            object = %self.describe(),
+            fieldPath = "",
+            kind = "Lease",
+            apiVersion = "coordination.k8s.io/v1",
+            r#type = "Normal",
+            reason = "LeaderElection",
+            // Shown as `message` (a field named so would replace the line's own text).
+            event_message = %message,
+            "Event occurred"
+        );
         if !self.events {
-            tracing::info!(lease = %self.describe(), "{} {what}", self.identity);
             return;
         }
         let event = lease_event(
             self.lease.as_ref(),
             &self.namespace,
             &self.name,
-            &format!("{} {what}", self.identity),
+            &message,
             Timestamp::now(),
         );
         let api: Api<Event> = Api::namespaced(self.api.clone().into_client(), &self.namespace);
@@ -627,7 +644,7 @@ impl LeaseLock for KubeLeaseLock {
         self.pending.retain(|t| !t.is_finished());
         self.pending.push(tokio::spawn(async move {
             if let Err(e) = api.create(&PostParams::default(), &event).await {
-                tracing::warn!(error = %e, "Server rejected event (will not retry!)");
+                tracing::error!(error = %e, "Server rejected event (will not retry!)");
             }
         }));
     }

@@ -282,6 +282,7 @@ fn health(state: &ServingState, endpoint: &str, req: &Request) -> Response {
     let mut excluded = query_values(req, "exclude");
     let mut lines = String::new();
     let mut failed = Vec::new();
+    let mut failed_names = Vec::new();
     for (name, result) in checks(state, endpoint) {
         if let Some(i) = excluded.iter().position(|e| e == name) {
             excluded.remove(i);
@@ -292,7 +293,8 @@ fn health(state: &ServingState, endpoint: &str, req: &Request) -> Response {
             Ok(()) => lines.push_str(&format!("[+]{name} ok\n")),
             Err(reason) => {
                 lines.push_str(&format!("[-]{name} failed: reason withheld\n"));
-                failed.push(format!("[-]{name} failed: {reason}"));
+                failed.push(format!("[-]{name} failed: {reason}\n"));
+                failed_names.push(name);
             }
         }
     }
@@ -304,13 +306,22 @@ fn health(state: &ServingState, endpoint: &str, req: &Request) -> Response {
             "warn: some health checks cannot be excluded: no matches for {}\n",
             quoted.join(",")
         ));
-        tracing::warn!(
+        crate::v!(
+            6,
             "cannot exclude some health checks, no health checks are installed matching {}",
             quoted.join(",")
         );
     }
     if !failed.is_empty() {
-        crate::v!(2, "{} check failed: {}", endpoint, failed.join("; "));
+        // apiserver's healthz handler: the failed checks' names, the endpoint, then each
+        // failure with its reason.
+        crate::v!(
+            2,
+            "{} check failed: {}\n{}",
+            failed_names.join(","),
+            endpoint,
+            failed.concat()
+        );
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("{lines}{endpoint} check failed\n"),
@@ -649,7 +660,10 @@ impl SecureServer {
             }
         }
         conns.abort_all();
-        tracing::info!("Stopped listening on the secure port");
+        match self.listener.local_addr() {
+            Ok(addr) => tracing::info!("Stopped listening on {addr}"),
+            Err(_) => tracing::info!("Stopped listening on the secure port"),
+        }
     }
 }
 
@@ -668,11 +682,11 @@ async fn serve_connection(
     let tls = match tokio::time::timeout(timeouts.read_header, acceptor.accept(io)).await {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
-            crate::v!(4, peer = %peer, error = %e, "TLS handshake error");
+            crate::v!(5, peer = %peer, error = %e, "TLS handshake error");
             return;
         }
         Err(_) => {
-            crate::v!(4, peer = %peer, "TLS handshake timeout");
+            crate::v!(5, peer = %peer, "TLS handshake timeout");
             return;
         }
     };

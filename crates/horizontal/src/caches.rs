@@ -285,13 +285,13 @@ impl Caches {
     pub async fn wait_for_sync(&self) -> Result<(), String> {
         self.synced
             .get_or_try_init(|| async {
-                tracing::info!("Waiting for caches to sync for HPA");
+                tracing::info!("Waiting for caches to sync");
                 self.hpas
                     .wait_until_ready()
                     .await
                     .map_err(|e| e.to_string())?;
                 self.pods.wait_until_ready().await;
-                tracing::info!("Caches are synced for HPA");
+                tracing::info!("Caches are synced");
                 Ok::<(), String>(())
             })
             .await
@@ -383,7 +383,7 @@ pub async fn run_hpa_informer<S>(
         let event = match event {
             Ok(e) => e.modify(trim_managed_fields),
             Err(error) => {
-                tracing::warn!(%error, "HPA watch failed");
+                log_watch_error("*v2.HorizontalPodAutoscaler", &error);
                 continue;
             }
         };
@@ -440,7 +440,7 @@ where
     while let Some(event) = events.next().await {
         match event {
             Ok(e) => index.apply(e.modify(trim_managed_fields)),
-            Err(error) => tracing::warn!(%error, "Pod watch failed"),
+            Err(error) => log_watch_error("*v1.Pod", &error),
         }
     }
 }
@@ -474,6 +474,24 @@ impl PodLister for CachePodLister {
         // One namespace, from the index, already in name order (the informer's indexer order
         // is a Go map's, unspecified; this one is deterministic).
         Ok(self.pods.list_namespace(namespace, |p| p.matches(selector)))
+    }
+}
+
+/// A watcher's error logged as client-go's reflector logs it (`tools/cache/reflector.go`): a
+/// list or a watch that could not start is an error (`Failed to watch`, through
+/// `HandleError`); an expired watch is closed at V(4) and relisted; any other end of a watch
+/// is `Warning: watch ended with error` at V(0).
+fn log_watch_error(type_description: &str, error: &watcher::Error) {
+    match error {
+        watcher::Error::InitialListFailed(_) | watcher::Error::WatchStartFailed(_) => {
+            tracing::error!(reflector = "informers", r#type = type_description, %error, "Failed to watch");
+        }
+        watcher::Error::WatchError(status) if status.code == 410 => {
+            tracing::trace!(v = 4, reflector = "informers", r#type = type_description, err = %error, "Watch closed");
+        }
+        _ => {
+            tracing::info!(reflector = "informers", r#type = type_description, err = %error, "Warning: watch ended with error");
+        }
     }
 }
 

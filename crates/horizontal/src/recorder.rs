@@ -399,13 +399,14 @@ impl Recorder {
                 tracing::error!(
                     event = ?e.metadata.name,
                     reason = e.reason.as_deref().unwrap_or(""),
-                    "unable to record event: too many queued events, dropped event"
+                    "Unable to record event: too many queued events, dropped event"
                 );
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 self.shared.settle_one();
                 tracing::error!(
-                    "unable to record event: broadcaster already stopped (will not retry!)"
+                    error = "broadcaster already stopped",
+                    "Unable to record event (will not retry!)"
                 );
             }
         }

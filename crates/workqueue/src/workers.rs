@@ -72,7 +72,8 @@ where
         match (&mut task.0).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
-                tracing::error!(queue = queue.name(), worker, ?item, %error, "error processing item");
+                // `utilruntime.HandleError(err)` in the controller's worker.
+                tracing::error!(logger = "UnhandledError", queue = queue.name(), worker, ?item, %error, "Unhandled Error");
             }
             Err(join_error) if join_error.is_panic() => {
                 tracing::error!(

@@ -56,7 +56,7 @@ async fn errors_and_panics_do_not_kill_the_pool() {
     let lines: Vec<&str> = logs.lines().collect();
     assert_eq!(lines.len(), 3, "{logs}");
     assert!(lines[0].contains("ERROR"), "{logs}");
-    assert!(lines[0].contains("error processing item"), "{logs}");
+    assert!(lines[0].contains("Unhandled Error"), "{logs}");
     assert!(lines[0].contains("queue=\"test\""), "{logs}");
     assert!(lines[0].contains("item=\"error\""), "{logs}");
     assert!(

@@ -349,7 +349,8 @@ impl Reconciler {
         let result = match status_result {
             Err(err) if replaces => Err(err),
             Err(err) => {
-                tracing::error!(HPA = key, error = %err, "updating status");
+                // `utilruntime.HandleError(err)` after `updateStatusIfNeeded`.
+                tracing::error!(logger = "UnhandledError", HPA = key, error = %err, "Unhandled Error");
                 outcome.error.map_or(Ok(()), |e| Err(decision_error(e)))
             }
             Ok(()) => outcome.error.map_or(Ok(()), |e| Err(decision_error(e))),
@@ -394,7 +395,7 @@ impl Reconciler {
             && !self.config.shadow
             && let Err(e) = self.status_writer.update_status(&self.recorder, hpa).await
         {
-            tracing::error!(error = %e, "updating status");
+            tracing::error!(logger = "UnhandledError", error = %e, "Unhandled Error");
         }
     }
 
@@ -461,7 +462,8 @@ impl Reconciler {
                 );
             }
             ShadowResult::Agree | ShadowResult::Pending => {
-                tracing::debug!(HPA = key, "shadow: {}", comparison.summary);
+                // One per reconcile: V(4), as upstream's per-reconcile lines are.
+                tracing::trace!(v = 4, HPA = key, "shadow: {}", comparison.summary);
             }
         }
         let fingerprint = crate::shadow::status_fingerprint(theirs);

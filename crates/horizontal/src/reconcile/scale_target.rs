@@ -144,9 +144,16 @@ pub(super) async fn update_scale_on_conflict(
                 }
                 scale = latest;
             }
+            // `utilruntime.HandleError(fmt.Errorf("error getting latest scale for %s during
+            // conflict retry: %w", ...))`; the reference here is the resource, not the kind.
             Err(get_err) => tracing::error!(
-                error = %get_err.message,
-                "failed to get the latest scale after a failed update"
+                logger = "UnhandledError",
+                error = %format!(
+                    "error getting latest scale for {}/{namespace}/{name} during conflict retry: {}",
+                    mapping.group_resource(),
+                    get_err.message
+                ),
+                "Unhandled Error"
             ),
         }
         if err.code != Some(409) || attempt >= STEPS {
