@@ -1,8 +1,14 @@
-//! `hpactl generate` and a smoke run of `hpactl bench` on a tiny cluster: the generated file
-//! replays with no write, and the bench prints the JSON keys the benchmarks document. No
-//! figure is asserted (benchmarks are commands, not tests).
+//! `hpactl generate` and smoke runs of `hpactl bench` on a tiny cluster: the generated file
+//! replays with no write, the bench prints the JSON keys the benchmarks document, and with the
+//! controller binary it reads the reconciles from the binary's own metrics. No figure is
+//! asserted (benchmarks are commands, not tests).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::process::{Command, Output};
+
+#[path = "../../../hack/tests/sibling_binary.rs"]
+mod sibling_binary;
 
 fn hpactl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hpactl"))
@@ -136,4 +142,39 @@ fn bench_smoke_prints_the_documented_keys() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["pods"], 4);
     assert_eq!(v["pods_per_list"], 2);
+}
+
+/// With the controller binary, the bench reads the reconciles it counted from its `/metrics`
+/// (served on a loopback port the bench chose) and divides requests by them, at `--v=2`, where
+/// the controller writes no line per reconcile.
+#[test]
+fn bench_of_the_binary_counts_reconciles_from_its_metrics() {
+    let binary =
+        sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_hpactl"), "kube-hpa-controller");
+    let out = hpactl(&[
+        "bench",
+        "--hpas",
+        "3",
+        "--pods-per-hpa",
+        "2",
+        "--namespaces",
+        "1",
+        "--duration",
+        "5s",
+        "--binary",
+        binary.to_str().unwrap(),
+        "--json",
+        "--",
+        "--horizontal-pod-autoscaler-sync-period=1s",
+        "--v=2",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["per_sync_basis"], "reconciles (controller metrics)",
+        "{v}"
+    );
+    let counted = v["reconciles_from_metrics"].as_u64().unwrap_or(0);
+    // Three HPAs every second for about five seconds (the first pass after the caches sync).
+    assert!((3..=30).contains(&counted), "{counted} reconciles in {v}");
 }
