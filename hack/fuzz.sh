@@ -56,9 +56,11 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$artifacts" "crates/fuzz/regressions/$target"
     seeds=("crates/fuzz/seeds/$target")
     if [ "$target" = scenario ]; then
+        # Named by their path: files in different directories share names.
         mkdir -p "$corpus_root/scenario-seeds"
-        find test-fixtures/scenarios -type f \( -name '*.yaml' -o -name '*.json' \) \
-            -exec cp -t "$corpus_root/scenario-seeds" {} +
+        while IFS= read -r -d '' file; do
+            cp "$file" "$corpus_root/scenario-seeds/${file//\//_}"
+        done < <(find test-fixtures/scenarios -type f \( -name '*.yaml' -o -name '*.json' \) -print0)
         seeds+=("$corpus_root/scenario-seeds")
     fi
     echo "hack/fuzz.sh: $target for ${seconds}s (corpus $corpus)" >&2

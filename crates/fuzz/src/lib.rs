@@ -52,8 +52,10 @@ pub fn run(name: &str, data: &[u8]) -> bool {
     true
 }
 
-/// A quantity parses or is refused; a parsed one prints in canonical form, which parses back
-/// to an equal quantity printing the same, and its integer and float views are defined.
+/// A quantity parses or is refused; its integer and float views are defined; below 10^18 in
+/// magnitude it prints in canonical form, which parses back to an equal quantity printing the
+/// same. (Beyond, Go's printer has no suffix for the exponent and drops it:
+/// `ParseQuantity("1000E").String()` is `"1"` in apimachinery too, and so here.)
 pub fn quantity(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -61,6 +63,11 @@ pub fn quantity(data: &[u8]) {
     let Ok(q) = text.parse::<Quantity>() else {
         return;
     };
+    let _ = (q.milli_value(), q.value(), q.as_approximate_f64(), q.sign());
+    assert_eq!(q.is_zero(), q.sign() == 0, "{text:?}");
+    if q.as_approximate_f64().abs() >= 1e18 {
+        return;
+    }
     let printed = q.to_string();
     let again: Quantity = match printed.parse() {
         Ok(again) => again,
@@ -68,8 +75,6 @@ pub fn quantity(data: &[u8]) {
     };
     assert_eq!(again, q, "{text:?} printed as {printed:?}");
     assert_eq!(again.to_string(), printed, "{text:?}");
-    let _ = (q.milli_value(), q.value(), q.as_approximate_f64(), q.sign());
-    assert_eq!(q.is_zero(), q.sign() == 0, "{text:?}");
 }
 
 /// A label selector parses or is refused; a parsed one prints as text that parses back to a

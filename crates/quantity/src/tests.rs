@@ -587,3 +587,21 @@ fn zero_at_a_huge_scale_scales_at_once() {
         .expect("0e2147483647 parses, as Go's does");
     assert_eq!(q.milli_value(), 0);
 }
+
+/// Found by the `quantity` fuzz target: past 10^18 a DecimalSI quantity has no suffix, and
+/// Go's printer drops the exponent (apimachinery v0.37.2: `ParseQuantity("1000E").String()` is
+/// `"1"`, `"1000000P"` too, with `MilliValue()` and `Value()` 0 after int64 overflow). Status
+/// fields print quantities, so this prints as Go does.
+#[test]
+fn past_exa_the_exponent_is_dropped_as_go_drops_it() {
+    for (text, printed, milli, value) in [
+        ("1000E", "1", 0, 0),
+        ("1000000P", "1", 0, 0),
+        ("1E", "1E", 0, 1_000_000_000_000_000_000),
+        ("10E", "10E", 0, 0),
+    ] {
+        let q: Quantity = text.parse().expect("parses, as Go's does");
+        assert_eq!(q.to_string(), printed, "{text:?}");
+        assert_eq!((q.milli_value(), q.value()), (milli, value), "{text:?}");
+    }
+}
