@@ -64,6 +64,35 @@ enum ClusterCommand {
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Create a generated cluster (as `hpactl generate` makes: HPAs, their Deployments and pods,
+    /// status set through the API) many requests at a time, and the pods' metrics in the
+    /// aggregated server: the cluster `hpactl bench --dir` measures.
+    Populate {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// Number of HPAs (each with a Deployment).
+        #[arg(long, default_value_t = 1000)]
+        hpas: usize,
+        /// Pods per Deployment.
+        #[arg(long, default_value_t = 10)]
+        pods_per_hpa: usize,
+        /// Namespaces the HPAs are spread over.
+        #[arg(long, default_value_t = 100)]
+        namespaces: usize,
+        /// The HPAs' metrics, as `hpactl generate --metrics` takes them.
+        #[arg(long, default_value = "cpu")]
+        metrics: hpa_fixtures::generate::MetricMix,
+        /// Seed of the per-pod variation.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start upstream's kube-controller-manager of the cluster's release with only the HPA
     /// controller (flags after `--` are added, e.g. -- --horizontal-pod-autoscaler-sync-period=5s),
     /// or stop it with --stop.
@@ -175,6 +204,66 @@ pub fn run(args: ClusterArgs) -> ExitCode {
                     report.metrics_objects,
                     report.shifted_seconds
                 );
+                Ok(())
+            })
+        }
+        ClusterCommand::Populate {
+            dir,
+            hpas,
+            pods_per_hpa,
+            namespaces,
+            metrics,
+            seed,
+            concurrency,
+            json,
+        } => {
+            let config = hpa_fixtures::generate::GenerateConfig {
+                name: format!("populate-{hpas}x{pods_per_hpa}"),
+                hpas,
+                pods_per_hpa,
+                namespaces,
+                metrics,
+                seed,
+                ..hpa_fixtures::generate::GenerateConfig::default()
+            };
+            let generated = hpa_fixtures::generate(&config)
+                .map_err(|e| e.to_string())
+                .and_then(|doc| {
+                    hpa_fixtures::scenario::scenario_from_value(doc, "(generated)")
+                        .map_err(|e| e.to_string())
+                });
+            let scenario = match generated {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            };
+            runtime.block_on(async {
+                let cluster = Cluster::open(&dir)?;
+                let report = cluster
+                    .populate(&scenario, concurrency, |kind, n, took| {
+                        eprintln!("populate: {n} {kind} in {:.1} s", took.as_secs_f64());
+                    })
+                    .await?;
+                if json {
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(&report).unwrap_or_default()
+                    );
+                } else {
+                    let kinds: Vec<String> = report
+                        .created
+                        .iter()
+                        .map(|(k, n)| format!("{n} {k}"))
+                        .collect();
+                    outln!(
+                        "populated in {:.1} s: created {}; {} objects to the metrics server",
+                        report.total_s,
+                        kinds.join(", "),
+                        report.metrics_objects
+                    );
+                }
                 Ok(())
             })
         }

@@ -133,6 +133,29 @@ enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Measure on the real cluster in this directory (`hpactl cluster up`, then `cluster
+        /// populate`) instead of a fixture server: the apiserver's request counts, the
+        /// controller's reconciles from its /metrics, its CPU and peak RSS, and kube-apiserver's
+        /// and etcd's CPU while it runs.
+        #[arg(
+            long,
+            value_name = "DIR",
+            conflicts_with_all = ["scenario", "server_only", "controller_log"]
+        )]
+        dir: Option<PathBuf>,
+        /// With --dir: which controller runs, `kcm` (upstream's kube-controller-manager of the
+        /// cluster's release, HPA controller only) or `self` (this controller's binary:
+        /// --binary, else the kube-hpa-controller beside hpactl).
+        #[arg(long, value_name = "kcm|self", requires = "dir")]
+        controller: Option<RealController>,
+        /// With --dir: the quiet window before the controller starts, whose requests (the
+        /// cluster's own) are subtracted.
+        #[arg(long, default_value = "10s", value_name = "DURATION")]
+        baseline: GoDuration,
+        /// With --dir: how long the controller runs before the measured --duration starts
+        /// (its first pass writes every HPA's status).
+        #[arg(long, default_value = "0s", value_name = "DURATION")]
+        warmup: GoDuration,
         /// Controller flags (after `--`).
         #[arg(last = true, value_name = "CONTROLLER FLAGS")]
         controller_args: Vec<String>,
@@ -250,6 +273,24 @@ fn main() -> ExitCode {
             out,
         } => generate_cmd(&cluster.config(&name, expect_steady), out.as_deref()),
         Command::Bench {
+            duration,
+            binary,
+            json,
+            dir: Some(dir),
+            controller,
+            baseline,
+            warmup,
+            controller_args,
+            ..
+        } => real_bench_cmd(
+            &dir,
+            controller.unwrap_or(RealController::SelfBinary),
+            binary,
+            [warmup.to_std(), duration.to_std(), baseline.to_std()],
+            json,
+            controller_args,
+        ),
+        Command::Bench {
             cluster,
             scenario,
             duration,
@@ -258,6 +299,10 @@ fn main() -> ExitCode {
             server_only,
             connections,
             json,
+            dir: None,
+            controller: _,
+            baseline: _,
+            warmup: _,
             controller_args,
         } => bench_cmd(BenchArgs {
             config: cluster.config("bench", false),
@@ -510,6 +555,65 @@ fn write_doc(
     }
     w.flush()?;
     Ok(())
+}
+
+/// `hpactl bench --controller`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum RealController {
+    /// Upstream's kube-controller-manager.
+    Kcm,
+    /// This controller.
+    #[value(name = "self")]
+    SelfBinary,
+}
+
+/// `hpactl bench --dir`: one controller against the populated real cluster in `dir`.
+fn real_bench_cmd(
+    dir: &Path,
+    controller: RealController,
+    binary: Option<PathBuf>,
+    [warmup, duration, baseline]: [std::time::Duration; 3],
+    json: bool,
+    flags: Vec<String>,
+) -> ExitCode {
+    use hpa_cluster::bench::{Controller, RealBenchConfig};
+    let controller = match controller {
+        RealController::Kcm => Controller::Kcm,
+        RealController::SelfBinary => Controller::SelfBinary(binary.unwrap_or_else(|| {
+            let beside = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.join("kube-hpa-controller")));
+            beside.unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
+        })),
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        init_logging();
+    }
+    let runtime = match new_runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    let config = RealBenchConfig {
+        controller,
+        flags,
+        warmup,
+        duration,
+        baseline,
+    };
+    let result = runtime.block_on(async {
+        let cluster = hpa_cluster::Cluster::open(dir)?;
+        cluster.bench(&config).await
+    });
+    match result {
+        Ok(report) => {
+            outln!("{}", render(&report, json));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// What `hpactl bench` was asked.

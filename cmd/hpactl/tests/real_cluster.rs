@@ -942,3 +942,123 @@ fn a_recording_of_kube_controller_manager_replays() {
         });
     }
 }
+
+/// Issue 23 items 1 and 2: `hpactl cluster populate` creates a generated cluster (HPAs,
+/// Deployments, pods with status, the pods' metrics in the aggregated server), and `hpactl
+/// bench --dir` measures either controller on it from the outside: the apiserver's and the
+/// metrics server's request counts, the reconciles each controller counted itself, and CPU.
+/// Both controllers reconcile every HPA, and KCM's scale GET and metrics LIST per reconcile
+/// show in the counts.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn populate_and_bench_either_controller() {
+    let rt = runtime();
+    let release = releases()[0];
+    let cluster = rt.block_on(cluster_up(release, "bench", false));
+    let dir = cluster.dir().to_str().unwrap().to_string();
+    let hpactl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hpactl"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hpactl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let populated = hpactl(&[
+        "cluster",
+        "populate",
+        "--dir",
+        &dir,
+        "--hpas",
+        "20",
+        "--pods-per-hpa",
+        "3",
+        "--namespaces",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(
+        populated["created"]["HorizontalPodAutoscaler"], 20,
+        "{populated}"
+    );
+    assert_eq!(populated["created"]["Deployment"], 20, "{populated}");
+    assert_eq!(populated["created"]["Pod"], 60, "{populated}");
+    assert_eq!(populated["created"]["Namespace"], 4, "{populated}");
+    assert_eq!(populated["metrics_objects"], 120, "{populated}");
+    let pods = kubectl(&cluster, &["get", "pods", "-A", "--no-headers"]);
+    assert_eq!(
+        pods.lines().filter(|l| l.contains("Running")).count(),
+        60,
+        "{pods}"
+    );
+
+    let binary = controller_binary();
+    let bench = |controller: &str| {
+        hpactl(&[
+            "bench",
+            "--dir",
+            &dir,
+            "--controller",
+            controller,
+            "--binary",
+            binary.to_str().unwrap(),
+            "--warmup",
+            "5s",
+            "--duration",
+            "8s",
+            "--baseline",
+            "2s",
+            "--json",
+            "--",
+            SYNC,
+        ])
+    };
+    for controller in ["kcm", "self"] {
+        let report = bench(controller);
+        assert_eq!(report["controller"], controller, "{report}");
+        assert_eq!(report["hpas"], 20, "{report}");
+        assert_eq!(report["pods"], 60, "{report}");
+        assert_eq!(report["sync_period_s"], 2.0, "{report}");
+        assert_eq!(
+            report["per_sync_basis"], "reconciles (controller metrics)",
+            "{report}"
+        );
+        // 20 HPAs every 2 s for 8 s: about 80 reconciles; every HPA every period.
+        let per = report["reconciles_per_hpa_per_sync"].as_f64().unwrap();
+        assert!(
+            (0.7..=1.3).contains(&per),
+            "{controller}: {per} reconciles per HPA per sync: {report}"
+        );
+        for key in [
+            "controller_cpu_s",
+            "apiserver_cpu_s",
+            "etcd_cpu_s",
+            "peak_rss_mib",
+        ] {
+            assert!(
+                report[key].as_f64().unwrap() > 0.0,
+                "{controller}: {key}: {report}"
+            );
+        }
+        let per_sync = &report["requests_per_hpa_per_sync"];
+        if controller == "kcm" {
+            // Upstream's reconcile: one scale GET and one PodMetrics LIST.
+            for key in ["get deployments/scale", "list pods.metrics.k8s.io"] {
+                let n = per_sync[key].as_f64().unwrap_or(0.0);
+                assert!(
+                    (0.8..=1.2).contains(&n),
+                    "kcm: {key} {n} per reconcile: {report}"
+                );
+            }
+        } else {
+            // This controller reads scales from its cache: far fewer scale GETs.
+            let n = per_sync["get deployments/scale"].as_f64().unwrap_or(0.0);
+            assert!(n < 0.5, "self: {n} scale GETs per reconcile: {report}");
+        }
+    }
+}

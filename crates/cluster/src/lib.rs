@@ -14,11 +14,15 @@
 //!   compaction.
 //! - [`kcm`]: upstream's kube-controller-manager with only its HPA controller.
 //! - [`load`]: a scenario's objects in the real cluster, times moved to now.
+//! - [`populate`]: a generated cluster of many HPAs created many requests at a time.
 //! - [`metrics_server`]: the aggregated metrics server process.
 //! - [`drive`]: a workload played into a cluster in wall-clock time (`hpactl drive`).
+//! - [`mod@bench`]: one HPA controller (upstream's or this one) measured against a populated
+//!   cluster from the outside (`hpactl bench --dir`).
 //! - [`apply`], [`kubeconfig`]: creating objects; writing kubeconfigs.
 
 pub mod apply;
+pub mod bench;
 pub mod binaries;
 pub mod control_plane;
 pub mod drive;
@@ -27,8 +31,10 @@ pub mod kubeconfig;
 pub mod load;
 pub mod metrics_server;
 pub mod pki;
+pub mod populate;
 pub mod process;
 
 pub use binaries::{KubeBinaries, KubeRelease, TESTED_RELEASES};
 pub use control_plane::{Cluster, ClusterError, ClusterState, UpOptions, down, up};
 pub use load::LoadReport;
+pub use populate::PopulateReport;

@@ -1,0 +1,532 @@
+//! `hpactl bench --dir DIR --controller kcm|self`: one HPA controller against a populated real
+//! cluster (`hpactl cluster populate`), measured from the outside, so that this controller and
+//! upstream's kube-controller-manager are compared on the same cluster state (issue 23).
+//!
+//! No upstream counterpart. One controller runs at a time (two would both act). It starts,
+//! runs for a warm-up (its first pass writes every HPA's status), then for the measured
+//! window; every figure is a difference across that window:
+//!
+//! - **Requests**: the kube-apiserver's own `apiserver_request_total` by verb, resource and
+//!   subresource, plus the aggregated metrics server's `requests_total` (the aggregator's
+//!   proxied requests are not in the apiserver's counter). Only one controller runs, so the
+//!   difference is its requests plus the cluster's own background (the apiserver's loopback
+//!   traffic and the aggregator's availability checks, this bench's scrapes); that background
+//!   is measured over a quiet window before the controller starts and subtracted, scaled to
+//!   the window's length.
+//! - **Reconciles**: `horizontal_pod_autoscaler_controller_reconciliations_total` from the
+//!   controller's own `/metrics` (both controllers export it), per HPA per sync period.
+//! - **CPU and memory**: user + system CPU seconds of the controller, of kube-apiserver and of
+//!   etcd (`/proc/PID/stat`), and the controller's peak RSS over its whole run (`VmHWM`; each
+//!   run starts a fresh controller process).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hpa_fixtures::bench::{flag_value, proc_usage, request_key};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use serde::Serialize;
+
+use crate::control_plane::{Cluster, ClusterError};
+use crate::process::{self, ProcessRecord};
+
+/// This controller's component name in the cluster directory when the bench runs it.
+pub const SELF: &str = "kube-hpa-controller";
+
+/// The counter both controllers export, one sample per reconcile.
+const RECONCILES: &str = "horizontal_pod_autoscaler_controller_reconciliations_total";
+
+/// Paths both controllers serve without authorization during a bench.
+const ALWAYS_ALLOW: &str = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics";
+
+/// Which controller runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controller {
+    /// Upstream's kube-controller-manager of the cluster's release, HPA controller only.
+    Kcm,
+    /// This controller's binary at the path.
+    SelfBinary(PathBuf),
+}
+
+/// A real-cluster bench.
+#[derive(Debug, Clone)]
+pub struct RealBenchConfig {
+    /// The controller.
+    pub controller: Controller,
+    /// Flags added to the controller's command line.
+    pub flags: Vec<String>,
+    /// How long the controller runs, once ready, before the measurement starts (its first pass
+    /// writes every HPA's status; a warm-up leaves the steady state to be measured).
+    pub warmup: Duration,
+    /// How long the measurement lasts.
+    pub duration: Duration,
+    /// The quiet window before the controller starts, measuring the cluster's own requests.
+    pub baseline: Duration,
+}
+
+/// What a real-cluster bench measured (`hpactl bench --dir --json`); the keys shared with the
+/// fixture-server bench mean the same.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealBenchReport {
+    /// `kcm` or `self`.
+    pub controller: String,
+    /// The cluster's release.
+    pub release: String,
+    /// HPAs in the cluster.
+    pub hpas: usize,
+    /// Pods in the cluster.
+    pub pods: usize,
+    /// The sync period the controller was given (15 s unless the flags set it).
+    pub sync_period_s: f64,
+    /// Seconds the controller ran before the measurement.
+    pub warmup_s: f64,
+    /// How long the measurement lasted.
+    pub duration_s: f64,
+    /// Reconciles in the window, as the controller counted them (0 when unread).
+    pub reconciles: u64,
+    /// Reconciles the controller counted (`horizontal_pod_autoscaler_controller_reconciliations_total`).
+    pub reconciles_from_metrics: Option<u64>,
+    /// Reconciles per HPA per sync period: 1.0 is every HPA every period.
+    pub reconciles_per_hpa_per_sync: Option<f64>,
+    /// Requests per HPA per sync period, by `verb resource` and `total`, as the apiserver
+    /// counted them, background subtracted.
+    pub requests_per_hpa_per_sync: BTreeMap<String, f64>,
+    /// What `requests_per_hpa_per_sync` divides by.
+    pub per_sync_basis: String,
+    /// Requests during the run by the same keys, background subtracted (rounded, never
+    /// below 0).
+    pub requests: BTreeMap<String, u64>,
+    /// The background subtracted, requests per second by key.
+    pub background_per_s: BTreeMap<String, f64>,
+    /// CPU seconds of the controller (as `cpu_s` in the fixture bench).
+    pub cpu_s: f64,
+    /// `cpu_s` per reconcile.
+    pub cpu_s_per_reconcile: Option<f64>,
+    /// CPU seconds of the aggregated metrics server during the window (the fixture bench's
+    /// server).
+    pub server_cpu_s: f64,
+    /// Upstream's cost model for the same cluster: one scale GET plus one metrics call per
+    /// metric, per HPA per sync.
+    pub upstream_requests_per_hpa_per_sync: f64,
+    /// The same figure under the name the comparison table uses.
+    pub controller_cpu_s: f64,
+    /// Peak resident memory of the controller, MiB.
+    pub peak_rss_mib: f64,
+    /// CPU seconds of kube-apiserver during the run.
+    pub apiserver_cpu_s: f64,
+    /// CPU seconds of etcd during the run.
+    pub etcd_cpu_s: f64,
+    /// kube-apiserver's CPU seconds per second in the quiet window before the controller
+    /// started: what it spends with no controller (its own loops, garbage collection).
+    pub apiserver_idle_cpu_s_per_s: f64,
+    /// etcd's CPU seconds per second in the quiet window.
+    pub etcd_idle_cpu_s_per_s: f64,
+    /// Seconds from start until the controller was ready (`/healthz` ok).
+    pub startup_s: f64,
+}
+
+/// The aggregated metrics server's `requests_total` by report key (`list pods.metrics.k8s.io`,
+/// discovery as `get discovery`): the requests the aggregator proxied to it, which the
+/// apiserver's `apiserver_request_total` does not count.
+pub fn metrics_server_requests(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (labels, value) in samples(text, "requests_total") {
+        let get = |k: &str| labels.get(k).map_or("", String::as_str);
+        let key = request_key(get("verb"), get("group"), get("resource"));
+        *out.entry(key).or_insert(0.0) += value;
+    }
+    out
+}
+
+/// The samples of metric `name` in Prometheus text: labels and value.
+fn samples<'a>(
+    text: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = (BTreeMap<String, String>, f64)> + 'a {
+    text.lines().filter_map(move |line| {
+        let rest = line.strip_prefix(name)?.strip_prefix('{')?;
+        let (labels, value) = rest.rsplit_once('}')?;
+        let value = value.split_whitespace().next()?.parse::<f64>().ok()?;
+        Some((parse_labels(labels), value))
+    })
+}
+
+/// `apiserver_request_total` by report key (`verb resource`), from Prometheus text.
+pub fn apiserver_requests(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (labels, value) in samples(text, "apiserver_request_total") {
+        let get = |k: &str| labels.get(k).map_or("", String::as_str);
+        let resource = match (get("resource"), get("subresource")) {
+            ("", _) => continue, // non-resource requests (/metrics, /healthz, discovery)
+            (r, "") => r.to_string(),
+            (r, s) => format!("{r}/{s}"),
+        };
+        let key = request_key(&get("verb").to_ascii_lowercase(), get("group"), &resource);
+        *out.entry(key).or_insert(0.0) += value;
+    }
+    out
+}
+
+/// The labels of one Prometheus sample (`k="v",...`, values with `\"`, `\\` and `\n` escapes).
+fn parse_labels(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut rest = text;
+    while let Some((key, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => {}
+                },
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        out.insert(key.trim_start_matches(',').trim().to_string(), value);
+        rest = &after[end..];
+    }
+    out
+}
+
+fn cpu_of(record: Option<&ProcessRecord>) -> f64 {
+    record
+        .and_then(|r| proc_usage(&r.pid.to_string()))
+        .map_or(0.0, |u| u.0)
+}
+
+impl Cluster {
+    /// A client of a controller's serving port on loopback, with the administrator's
+    /// credentials (its self-signed certificate is not verified: loopback, and only for
+    /// `/healthz` and `/metrics`).
+    async fn serving_client(&self, port: u16) -> Result<kube::Client, ClusterError> {
+        let path = self.admin_kubeconfig();
+        let err = |message: String| ClusterError::Kubeconfig {
+            path: path.clone(),
+            message,
+        };
+        let kc = kube::config::Kubeconfig::read_from(&path).map_err(|e| err(e.to_string()))?;
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        config.cluster_url = format!("https://127.0.0.1:{port}")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| err(e.to_string()))?;
+        config.accept_invalid_certs = true;
+        config.root_cert = None;
+        kube::Client::try_from(config).map_err(|e| err(e.to_string()))
+    }
+
+    async fn get_text(client: &kube::Client, path: &str) -> Result<String, ClusterError> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| ClusterError::Api {
+                what: format!("GET {path}"),
+                source: Box::new(kube::Error::Service(e.into())),
+            })?;
+        client
+            .request_text(req)
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: format!("GET {path}"),
+                source: Box::new(source),
+            })
+    }
+
+    /// The apiserver's and the aggregated metrics server's request counters, by report key.
+    async fn request_counts(
+        &self,
+        admin: &kube::Client,
+    ) -> Result<BTreeMap<String, f64>, ClusterError> {
+        let mut counts = apiserver_requests(&Self::get_text(admin, "/metrics").await?);
+        for (k, v) in metrics_server_requests(&self.metrics_server_counters().await?) {
+            *counts.entry(k).or_insert(0.0) += v;
+        }
+        Ok(counts)
+    }
+
+    /// The reconciles a controller counted so far (0 before its first: a counter with labels
+    /// has no sample until then; `None`, logged, when its `/metrics` could not be read).
+    async fn reconciles(&self, serving: &kube::Client) -> Option<u64> {
+        match Self::get_text(serving, "/metrics").await {
+            Ok(text) => {
+                Some(hpa_fixtures::scrape::counter_sum(&text, RECONCILES).map_or(0, |n| n as u64))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the controller's /metrics could not be read");
+                None
+            }
+        }
+    }
+
+    /// Starts this controller's binary as [`SELF`], serving on `port`, and waits for its
+    /// `/healthz`.
+    async fn start_self(
+        &self,
+        binary: &std::path::Path,
+        port: u16,
+        flags: &[String],
+    ) -> Result<ProcessRecord, ClusterError> {
+        self.stop_component(SELF, Duration::from_secs(10))?;
+        let mut args = vec![
+            format!("--kubeconfig={}", self.controller_kubeconfig().display()),
+            "--leader-elect=false".to_string(),
+            "--bind-address=127.0.0.1".to_string(),
+            format!("--secure-port={port}"),
+            format!("--cert-dir={}", self.dir().join("self-certs").display()),
+            ALWAYS_ALLOW.to_string(),
+            "--v=2".to_string(),
+        ];
+        args.extend(flags.iter().cloned());
+        let record = process::spawn(self.dir(), SELF, binary, &args, &[])?;
+        let client = self.serving_client(port).await?;
+        self.wait_until_ready(&record, || {
+            let client = client.clone();
+            async move {
+                match Self::get_text(&client, "/healthz").await {
+                    Ok(t) if t.trim() == "ok" => Ok(()),
+                    Ok(t) => Err(format!("GET /healthz: {t}")),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        })
+        .await?;
+        Ok(record)
+    }
+
+    /// Runs one controller against the cluster as it stands and measures it.
+    pub async fn bench(&self, config: &RealBenchConfig) -> Result<RealBenchReport, ClusterError> {
+        let admin = self.admin_client().await?;
+        let list_err = |what: &str| {
+            let what = what.to_string();
+            move |source| ClusterError::Api {
+                what: what.clone(),
+                source: Box::new(source),
+            }
+        };
+        let hpa_list = Api::<HorizontalPodAutoscaler>::all(admin.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(list_err("listing HPAs"))?
+            .items;
+        let hpas = hpa_list.len();
+        let metrics_total: usize = hpa_list
+            .iter()
+            .map(|h| h.spec.metrics.as_ref().map_or(0, Vec::len))
+            .sum();
+        drop(hpa_list);
+        let pods = Api::<Pod>::all(admin.clone())
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(list_err("listing pods"))?
+            .items
+            .len();
+        let sync_period_s = flag_value(&config.flags, "horizontal-pod-autoscaler-sync-period")
+            .and_then(|v| v.parse::<hpa_config::GoDuration>().ok())
+            .map_or(15.0, |d| d.to_std().as_secs_f64());
+
+        // The cluster's own requests, with no controller running.
+        self.stop_kcm()?;
+        self.stop_component(SELF, Duration::from_secs(10))?;
+        let apiserver = self.component("kube-apiserver")?;
+        let etcd = self.component("etcd")?;
+        let metrics_server = self.component("metrics-server")?;
+        let quiet_start = self.request_counts(&admin).await?;
+        let quiet_cpu = (cpu_of(apiserver.as_ref()), cpu_of(etcd.as_ref()));
+        let quiet = Instant::now();
+        tokio::time::sleep(config.baseline).await;
+        let quiet_end = self.request_counts(&admin).await?;
+        let quiet_s = quiet.elapsed().as_secs_f64();
+        let apiserver_idle_cpu_s_per_s = (cpu_of(apiserver.as_ref()) - quiet_cpu.0) / quiet_s;
+        let etcd_idle_cpu_s_per_s = (cpu_of(etcd.as_ref()) - quiet_cpu.1) / quiet_s;
+        let background_per_s: BTreeMap<String, f64> = quiet_end
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    (v - quiet_start.get(k).copied().unwrap_or(0.0)) / quiet_s,
+                )
+            })
+            .filter(|(_, v)| *v > 0.0)
+            .collect();
+
+        let started = Instant::now();
+        let (name, record, port) = match &config.controller {
+            Controller::Kcm => {
+                let mut flags = vec![ALWAYS_ALLOW.to_string()];
+                flags.extend(config.flags.iter().cloned());
+                let record = self.start_kcm(&flags).await?;
+                ("kcm", record, self.state().ports.controller_manager)
+            }
+            Controller::SelfBinary(path) => {
+                let port = free_port()?;
+                let record = self.start_self(path, port, &config.flags).await?;
+                ("self", record, port)
+            }
+        };
+        let startup_s = started.elapsed().as_secs_f64();
+        let serving = self.serving_client(port).await?;
+        let measured = async {
+            tokio::time::sleep(config.warmup).await;
+            let warmup_s = started.elapsed().as_secs_f64() - startup_s;
+            let reconciles_before = self.reconciles(&serving).await;
+            let before = self.request_counts(&admin).await?;
+            let controller_before = cpu_of(Some(&record));
+            let apiserver_before = cpu_of(apiserver.as_ref());
+            let etcd_before = cpu_of(etcd.as_ref());
+            let server_before = cpu_of(metrics_server.as_ref());
+            let measuring = Instant::now();
+            tokio::time::sleep(config.duration).await;
+            let reconciles_after = self.reconciles(&serving).await;
+            let (controller_after, hwm_kib) =
+                proc_usage(&record.pid.to_string()).unwrap_or((0.0, 0));
+            let after = self.request_counts(&admin).await?;
+            let apiserver_cpu_s = cpu_of(apiserver.as_ref()) - apiserver_before;
+            let etcd_cpu_s = cpu_of(etcd.as_ref()) - etcd_before;
+            let server_cpu_s = cpu_of(metrics_server.as_ref()) - server_before;
+            let duration_s = measuring.elapsed().as_secs_f64();
+            let reconciles = match (reconciles_before, reconciles_after) {
+                (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                _ => None,
+            };
+            Ok::<_, ClusterError>((
+                warmup_s,
+                duration_s,
+                before,
+                after,
+                reconciles,
+                controller_after - controller_before,
+                hwm_kib,
+                apiserver_cpu_s,
+                etcd_cpu_s,
+                server_cpu_s,
+            ))
+        }
+        .await;
+        match &config.controller {
+            Controller::Kcm => self.stop_kcm()?,
+            Controller::SelfBinary(_) => self.stop_component(SELF, Duration::from_secs(10))?,
+        }
+        let (
+            warmup_s,
+            duration_s,
+            before,
+            after,
+            reconciles,
+            controller_cpu_s,
+            hwm_kib,
+            apiserver_cpu_s,
+            etcd_cpu_s,
+            server_cpu_s,
+        ) = measured?;
+        let run_s = duration_s;
+
+        let mut requests = BTreeMap::new();
+        for (k, v) in &after {
+            let delta = v
+                - before.get(k).copied().unwrap_or(0.0)
+                - background_per_s.get(k).copied().unwrap_or(0.0) * run_s;
+            let n = delta.round().max(0.0) as u64;
+            if n > 0 {
+                requests.insert(k.clone(), n);
+            }
+        }
+        // Per HPA per sync: over what the controller counted when it could be read; else
+        // every HPA once per period of the run.
+        let periods = duration_s / sync_period_s;
+        let (basis, syncs) = match reconciles.filter(|n| *n > 0) {
+            Some(n) => ("reconciles (controller metrics)", n as f64),
+            None => (
+                "nominal syncs (HPAs × duration / sync period)",
+                hpas as f64 * periods.max(1.0),
+            ),
+        };
+        let per = |n: u64| if syncs > 0.0 { n as f64 / syncs } else { 0.0 };
+        let mut per_sync: BTreeMap<String, f64> =
+            requests.iter().map(|(k, v)| (k.clone(), per(*v))).collect();
+        per_sync.insert("total".into(), per(requests.values().sum()));
+        let reconciles_per_hpa_per_sync = reconciles
+            .filter(|_| hpas > 0 && periods > 0.0)
+            .map(|n| n as f64 / hpas as f64 / periods);
+        Ok(RealBenchReport {
+            controller: name.to_string(),
+            release: self.state().release.to_string(),
+            hpas,
+            pods,
+            sync_period_s,
+            warmup_s,
+            duration_s,
+            reconciles: reconciles.unwrap_or(0),
+            reconciles_from_metrics: reconciles,
+            reconciles_per_hpa_per_sync,
+            requests_per_hpa_per_sync: per_sync,
+            per_sync_basis: basis.to_string(),
+            requests,
+            background_per_s,
+            cpu_s: controller_cpu_s,
+            cpu_s_per_reconcile: reconciles
+                .filter(|n| *n > 0)
+                .map(|n| controller_cpu_s / n as f64),
+            server_cpu_s,
+            upstream_requests_per_hpa_per_sync: if hpas == 0 {
+                0.0
+            } else {
+                1.0 + metrics_total as f64 / hpas as f64
+            },
+            controller_cpu_s,
+            peak_rss_mib: hwm_kib as f64 / 1024.0,
+            apiserver_cpu_s,
+            etcd_cpu_s,
+            apiserver_idle_cpu_s_per_s,
+            etcd_idle_cpu_s_per_s,
+            startup_s,
+        })
+    }
+}
+
+fn free_port() -> Result<u16, ClusterError> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|source| ClusterError::File {
+            path: PathBuf::from("127.0.0.1:0"),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_apiserver_requests_by_verb_and_resource() {
+        let text = r#"
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="scale",verb="GET",version="v1"} 120
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="scale",verb="GET",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="LIST",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="metrics.k8s.io",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1beta1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 9
+apiserver_request_total{code="200",component="a\"b",dry_run="",group="autoscaling",resource="horizontalpodautoscalers",scope="resource",subresource="status",verb="PUT",version="v2"} 1e+00
+"#;
+        let got = apiserver_requests(text);
+        let want: BTreeMap<String, f64> = [
+            ("get deployments/scale", 123.0),
+            ("list pods", 2.0),
+            ("list pods.metrics.k8s.io", 40.0),
+            ("put horizontalpodautoscalers/status", 1.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(got, want);
+    }
+}
