@@ -188,19 +188,10 @@ pub fn run(args: ClusterArgs) -> ExitCode {
             runtime.block_on(async {
                 let cluster = Cluster::open(&dir)?;
                 let report = cluster.load(&scenario).await?;
-                let kinds: Vec<String> = report
-                    .created
-                    .iter()
-                    .map(|(k, n)| format!("{n} {k}"))
-                    .collect();
                 outln!(
                     "loaded {}: created {}; {} objects to the metrics server; times moved by {} s",
                     scenario.name,
-                    if kinds.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        kinds.join(", ")
-                    },
+                    created_summary(&report.created),
                     report.metrics_objects,
                     report.shifted_seconds
                 );
@@ -252,15 +243,10 @@ pub fn run(args: ClusterArgs) -> ExitCode {
                         serde_json::to_string_pretty(&report).unwrap_or_default()
                     );
                 } else {
-                    let kinds: Vec<String> = report
-                        .created
-                        .iter()
-                        .map(|(k, n)| format!("{n} {k}"))
-                        .collect();
                     outln!(
                         "populated in {:.1} s: created {}; {} objects to the metrics server",
                         report.total_s,
-                        kinds.join(", "),
+                        created_summary(&report.created),
                         report.metrics_objects
                     );
                 }
@@ -328,4 +314,13 @@ async fn terminated() {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `3 Deployment, 3 Pod` (or `nothing`): what a load or populate created, by kind.
+fn created_summary(created: &std::collections::BTreeMap<String, usize>) -> String {
+    if created.is_empty() {
+        return "nothing".to_string();
+    }
+    let kinds: Vec<String> = created.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    kinds.join(", ")
 }

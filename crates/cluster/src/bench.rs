@@ -24,12 +24,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hpa_fixtures::bench::{flag_value, proc_usage, request_key};
+use hpa_fixtures::scrape::samples;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
-use crate::control_plane::{Cluster, ClusterError};
+use crate::control_plane::{Cluster, ClusterError, free_ports};
 use crate::process::{self, ProcessRecord};
 
 /// This controller's component name in the cluster directory when the bench runs it.
@@ -140,19 +141,6 @@ pub fn metrics_server_requests(text: &str) -> BTreeMap<String, f64> {
     out
 }
 
-/// The samples of metric `name` in Prometheus text: labels and value.
-fn samples<'a>(
-    text: &'a str,
-    name: &'a str,
-) -> impl Iterator<Item = (BTreeMap<String, String>, f64)> + 'a {
-    text.lines().filter_map(move |line| {
-        let rest = line.strip_prefix(name)?.strip_prefix('{')?;
-        let (labels, value) = rest.rsplit_once('}')?;
-        let value = value.split_whitespace().next()?.parse::<f64>().ok()?;
-        Some((parse_labels(labels), value))
-    })
-}
-
 /// `apiserver_request_total` by report key (`verb resource`), from Prometheus text.
 pub fn apiserver_requests(text: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
@@ -165,34 +153,6 @@ pub fn apiserver_requests(text: &str) -> BTreeMap<String, f64> {
         };
         let key = request_key(&get("verb").to_ascii_lowercase(), get("group"), &resource);
         *out.entry(key).or_insert(0.0) += value;
-    }
-    out
-}
-
-/// The labels of one Prometheus sample (`k="v",...`, values with `\"`, `\\` and `\n` escapes).
-fn parse_labels(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut rest = text;
-    while let Some((key, after)) = rest.split_once("=\"") {
-        let mut value = String::new();
-        let mut chars = after.char_indices();
-        let mut end = after.len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => match chars.next() {
-                    Some((_, 'n')) => value.push('\n'),
-                    Some((_, other)) => value.push(other),
-                    None => {}
-                },
-                '"' => {
-                    end = i + 1;
-                    break;
-                }
-                c => value.push(c),
-            }
-        }
-        out.insert(key.trim_start_matches(',').trim().to_string(), value);
-        rest = &after[end..];
     }
     out
 }
@@ -367,7 +327,7 @@ impl Cluster {
                 ("kcm", record, self.state().ports.controller_manager)
             }
             Controller::SelfBinary(path) => {
-                let port = free_port()?;
+                let [port] = free_ports::<1>()?;
                 let record = self.start_self(path, port, &config.flags).await?;
                 ("self", record, port)
             }
@@ -490,16 +450,6 @@ impl Cluster {
             startup_s,
         })
     }
-}
-
-fn free_port() -> Result<u16, ClusterError> {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|source| ClusterError::File {
-            path: PathBuf::from("127.0.0.1:0"),
-            source,
-        })
 }
 
 #[cfg(test)]

@@ -235,7 +235,7 @@ fn file_err(path: &Path) -> impl Fn(std::io::Error) -> ClusterError + '_ {
 }
 
 /// Distinct free loopback ports (bound together, then released).
-fn free_ports<const N: usize>() -> Result<[u16; N], ClusterError> {
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], ClusterError> {
     let mut held = Vec::with_capacity(N);
     let mut ports = [0u16; N];
     for port in &mut ports {
