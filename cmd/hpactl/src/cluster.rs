@@ -93,6 +93,24 @@ enum ClusterCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Measure what kube-apiserver spends on this controller's informer reads (full lists of
+    /// pods and Deployments in pages of 500, a pod watch) in JSON and in protobuf, on a
+    /// populated cluster.
+    ReadCost {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// Rounds: full lists per resource and encoding, and watch measurements per watcher
+        /// (alternating).
+        #[arg(long, default_value_t = 5)]
+        lists: u32,
+        /// Pod updates per watch measurement (0: no watch measurement).
+        #[arg(long, default_value_t = 1000)]
+        updates: u32,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start upstream's kube-controller-manager of the cluster's release with only the HPA
     /// controller (flags after `--` are added, e.g. -- --horizontal-pod-autoscaler-sync-period=5s),
     /// or stop it with --stop.
@@ -253,6 +271,60 @@ pub fn run(args: ClusterArgs) -> ExitCode {
                 Ok(())
             })
         }
+        ClusterCommand::ReadCost {
+            dir,
+            lists,
+            updates,
+            json,
+        } => runtime.block_on(async {
+            let cluster = Cluster::open(&dir)?;
+            let config = hpa_cluster::read_cost::ReadCostConfig { lists, updates };
+            let report = cluster.read_cost(&config).await?;
+            if json {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
+                return Ok(());
+            }
+            outln!(
+                "{:<12} {:<9} {:>8} {:>12} {:>13} {:>15} {:>10}",
+                "resource",
+                "encoding",
+                "objects",
+                "bytes/list",
+                "apiserver s",
+                "(median)",
+                "wall s"
+            );
+            for c in &report.lists {
+                outln!(
+                    "{:<12} {:<9} {:>8} {:>12} {:>13.3} {:>15.3} {:>10.3}{}",
+                    c.resource,
+                    c.encoding,
+                    c.objects,
+                    c.bytes_per_list,
+                    c.apiserver_cpu_s_per_list,
+                    c.apiserver_cpu_s_median,
+                    c.wall_s_per_list,
+                    if c.answered_as_asked {
+                        ""
+                    } else {
+                        "  (answered in another encoding)"
+                    }
+                );
+            }
+            for w in &report.watch {
+                outln!(
+                    "pod watch {:<9} {} updates: kube-apiserver {:.3} s (median {:.3} s)",
+                    w.watcher,
+                    w.updates,
+                    w.apiserver_cpu_s,
+                    w.apiserver_cpu_s_median
+                );
+            }
+            Ok(())
+        }),
         ClusterCommand::Kcm { dir, stop, flags } => runtime.block_on(async {
             let cluster = Cluster::open(&dir)?;
             if stop {

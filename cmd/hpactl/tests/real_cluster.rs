@@ -1062,3 +1062,221 @@ fn populate_and_bench_either_controller() {
         }
     }
 }
+
+/// The pods' projection (what the controller keeps of a pod) of every pod, read with
+/// `hpa-protobuf` in `encoding`, by name; and whether the server answered in protobuf.
+async fn projections(
+    client: &kube::Client,
+    encoding: hpa_protobuf::Encoding,
+) -> (BTreeMap<String, hpa_horizontal::PodProjection>, bool) {
+    let interners = hpa_horizontal::PodInterners::default();
+    let config = hpa_protobuf::Config {
+        encoding,
+        ..Default::default()
+    };
+    let (pods, protobuf) =
+        hpa_protobuf::list_all::<k8s_openapi::api::core::v1::Pod>(client, &config)
+            .await
+            .unwrap();
+    let by_name = pods
+        .iter()
+        .map(|p| {
+            (
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or("")
+                ),
+                hpa_horizontal::PodProjection::of(p, &interners),
+            )
+        })
+        .collect();
+    (by_name, protobuf)
+}
+
+/// `--kube-api-content-type=application/vnd.kubernetes.protobuf` (the default): the pod
+/// informer's protobuf reads give the controller the same pods as JSON, on the real API server:
+/// lists (every field the controller keeps: labels, requests of containers, sidecars and the
+/// pod level, phase, start time, readiness, deletion) and watch events (a change, a deletion);
+/// and the scale-target cache's built-in kinds (Deployment, StatefulSet, ReplicaSet,
+/// ReplicationController) the same replicas and selectors.
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn pods_read_in_protobuf_are_the_pods_read_in_json() {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::runtime::watcher::Event as WEvent;
+    let rt = runtime();
+    let s = scenario("test-fixtures/real-cluster/all-targets-all-metrics.json");
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "protobuf", false).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+            // A pod with what the scenario's pods lack: a restartable init container (a
+            // sidecar), pod-level requests, an owner, a finalizer (so that its deletion leaves
+            // a deletionTimestamp behind).
+            let odd: Pod = serde_json::from_value(json!({
+                "metadata": {"name": "odd", "labels": {"app": "odd", "tier": "x"},
+                    "finalizers": ["example.com/hold"],
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                        "name": "odd-rs", "uid": "3c1e3f0e-0000-4000-8000-000000000001",
+                        "controller": true}]},
+                "spec": {
+                    "automountServiceAccountToken": false,
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                    "initContainers": [
+                        {"name": "setup", "image": "registry.invalid/setup:1",
+                         "resources": {"requests": {"cpu": "50m"}}},
+                        {"name": "proxy", "image": "registry.invalid/proxy:1", "restartPolicy": "Always",
+                         "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}],
+                    "containers": [{"name": "app", "image": "registry.invalid/app:1",
+                        "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]
+                }
+            }))
+            .unwrap();
+            pods.create(&Default::default(), &odd).await.unwrap();
+            pods.delete("odd", &Default::default()).await.unwrap();
+
+            let (json_view, json_protobuf) = projections(&client, hpa_protobuf::Encoding::Json).await;
+            let (pb_view, pb_protobuf) = projections(&client, hpa_protobuf::Encoding::Protobuf).await;
+            assert!(!json_protobuf, "{release}: JSON was asked for");
+            assert!(pb_protobuf, "{release}: the API server answered pods in protobuf");
+            assert!(json_view.len() >= 4, "{release}: {json_view:?}");
+            assert_eq!(pb_view, json_view, "{release}: the same pods either way");
+            let odd_view = &pb_view["default/odd"];
+            assert_eq!(odd_view.label("tier"), Some("x"));
+            assert!(
+                format!("{odd_view:?}").contains("deletion_timestamp: Some"),
+                "{release}: {odd_view:?}"
+            );
+
+            // The scale targets: what the scale projection reads, either way.
+            for (group, resource) in [
+                ("apps", "deployments"),
+                ("apps", "statefulsets"),
+                ("apps", "replicasets"),
+                ("", "replicationcontrollers"),
+            ] {
+                let target = hpa_protobuf::convert::ScaleTarget::of(group, "v1", resource).unwrap();
+                let path = if group.is_empty() {
+                    format!("/api/v1/{resource}")
+                } else {
+                    format!("/apis/{group}/v1/{resource}")
+                };
+                let read = |encoding| {
+                    let client = client.clone();
+                    let path = path.clone();
+                    async move {
+                        let config = hpa_protobuf::Config {
+                            encoding,
+                            ..Default::default()
+                        };
+                        let (list, protobuf) =
+                            hpa_protobuf::list_page(&client, &target, &path, &config, None)
+                                .await
+                                .unwrap();
+                        let kept: BTreeMap<String, Value> = list
+                            .items
+                            .iter()
+                            .map(|o: &DynamicObject| {
+                                let d = &o.data;
+                                (
+                                    o.metadata.name.clone().unwrap(),
+                                    json!([d.pointer("/spec/replicas"), d.pointer("/spec/selector"),
+                                        d.pointer("/status/replicas").filter(|v| **v != json!(0)),
+                                        d.pointer("/spec/template/metadata/labels"),
+                                        o.metadata.uid, o.metadata.resource_version,
+                                        o.metadata.creation_timestamp]),
+                                )
+                            })
+                            .collect();
+                        (kept, protobuf)
+                    }
+                };
+                let (json_kept, as_pb) = read(hpa_protobuf::Encoding::Json).await;
+                assert!(!as_pb);
+                let (pb_kept, as_pb) = read(hpa_protobuf::Encoding::Protobuf).await;
+                assert!(as_pb, "{release}: {resource} answered in protobuf");
+                assert_eq!(json_kept.len(), 1, "{release}: {resource}: {json_kept:?}");
+                // JSON has a whole pod template; the projection reads its labels only for a
+                // ReplicationController (its selector's default), and protobuf keeps only those.
+                let strip = |m: BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+                    m.into_iter()
+                        .map(|(k, mut v)| {
+                            if resource != "replicationcontrollers" {
+                                v[3] = Value::Null;
+                            }
+                            (k, v)
+                        })
+                        .collect()
+                };
+                assert_eq!(strip(pb_kept), strip(json_kept), "{release}: {resource}");
+            }
+
+            // The watch: a change and a deletion arrive decoded.
+            let config = hpa_protobuf::Config::default();
+            let mut events = std::pin::pin!(hpa_protobuf::watcher::<Pod>(client.clone(), config));
+            loop {
+                match events.next().await.unwrap() {
+                    Ok(WEvent::InitDone) => break,
+                    Ok(_) => {}
+                    Err(e) => panic!("{release}: {e}"),
+                }
+            }
+            let name = json_view
+                .keys()
+                .find(|k| k.starts_with("default/") && *k != "default/odd")
+                .unwrap()
+                .trim_start_matches("default/")
+                .to_string();
+            pods.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}})),
+            )
+            .await
+            .unwrap();
+            pods.patch(
+                "odd",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+            .unwrap();
+            let (mut changed, mut deleted) = (None, None);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while changed.is_none() || deleted.is_none() {
+                assert!(Instant::now() < deadline, "{release}: no watch events");
+                let ev = tokio::time::timeout(Duration::from_secs(30), events.next())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                match ev {
+                    Ok(WEvent::Apply(p)) if p.metadata.name.as_deref() == Some(name.as_str()) => {
+                        changed = Some(p)
+                    }
+                    Ok(WEvent::Delete(p)) if p.metadata.name.as_deref() == Some("odd") => {
+                        deleted = Some(p)
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("{release}: {e}"),
+                }
+            }
+            let changed = changed.unwrap();
+            let interners = hpa_horizontal::PodInterners::default();
+            let live = pods.get(&name).await.unwrap();
+            assert_eq!(
+                hpa_horizontal::PodProjection::of(&changed, &interners),
+                hpa_horizontal::PodProjection::of(&live, &interners),
+                "{release}: the watched change is the pod as JSON reads it"
+            );
+            assert_eq!(
+                changed.metadata.labels.as_ref().unwrap()["watched"],
+                "yes"
+            );
+            assert!(deleted.unwrap().metadata.deletion_timestamp.is_some());
+        });
+    }
+}

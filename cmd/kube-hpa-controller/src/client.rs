@@ -22,10 +22,11 @@
 //! (`GET`, `PUT`, ...), `host` the API server's `host:port` as configured, `code` the status
 //! or `<error>` when no response came.
 //!
-//! Content type: kube speaks JSON only. `--kube-api-content-type=application/json` is used as
-//! is; the default `application/vnd.kubernetes.protobuf` is accepted and JSON is used instead
-//! (said once at V(2)); any other value is refused, as client-go would find no serializer for
-//! it.
+//! Content type: `--kube-api-content-type=application/vnd.kubernetes.protobuf` (the default, as
+//! KCM's) makes the pod informer and the built-in scale targets' caches list and watch in
+//! protobuf (`hpa-protobuf`, which takes JSON where a server answers JSON); every other request
+//! is JSON, kube's only encoding (said once at V(2)). `application/json` reads everything as JSON; any other value is refused, as client-go
+//! would find no serializer for it.
 
 use std::future::Future;
 use std::num::NonZeroU32;
@@ -89,7 +90,7 @@ pub enum ClientError {
     NoConfiguration,
     /// `--kube-api-content-type` is neither JSON nor protobuf.
     #[error(
-        "--kube-api-content-type: unsupported content type {0:?}: kube-hpa-controller speaks \"application/json\" (\"application/vnd.kubernetes.protobuf\" is accepted and served as JSON)"
+        "--kube-api-content-type: unsupported content type {0:?}: kube-hpa-controller speaks \"application/vnd.kubernetes.protobuf\" (its informers' lists and watches; JSON elsewhere) and \"application/json\""
     )]
     ContentType(String),
     /// `--kube-api-burst` is not positive while QPS limits (client-go's words).
@@ -217,8 +218,8 @@ pub fn effective_limits(qps: f32, burst: i32) -> Result<Option<(f64, u32)>, Clie
     Ok(Some((f64::from(qps), burst.unsigned_abs())))
 }
 
-/// Checks `--kube-api-content-type`; says once (at V(2)) when protobuf is asked for and JSON
-/// is used.
+/// Checks `--kube-api-content-type`; says once (at V(2)) when protobuf is asked for, which the
+/// informers' lists and watches use and the other requests do not.
 pub fn check_content_type(content_type: &str) -> Result<(), ClientError> {
     match content_type {
         CONTENT_TYPE_JSON => Ok(()),
@@ -230,7 +231,7 @@ pub fn check_content_type(content_type: &str) -> Result<(), ClientError> {
             crate::v!(
                 2,
                 content_type,
-                "kube-api-content-type is protobuf, but this client speaks JSON only; using application/json"
+                "kube-api-content-type is protobuf: pods and built-in scale targets are listed and watched in protobuf, other requests use application/json"
             );
             Ok(())
         }

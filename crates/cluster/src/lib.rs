@@ -19,6 +19,8 @@
 //! - [`drive`]: a workload played into a cluster in wall-clock time (`hpactl drive`).
 //! - [`mod@bench`]: one HPA controller (upstream's or this one) measured against a populated
 //!   cluster from the outside (`hpactl bench --dir`).
+//! - [`read_cost`]: what kube-apiserver spends on the informers' lists and watches in JSON
+//!   and in protobuf (`hpactl cluster read-cost`).
 //! - [`apply`], [`kubeconfig`]: creating objects; writing kubeconfigs.
 
 pub mod apply;
@@ -33,6 +35,7 @@ pub mod metrics_server;
 pub mod pki;
 pub mod populate;
 pub mod process;
+pub mod read_cost;
 
 pub use binaries::{KubeBinaries, KubeRelease, TESTED_RELEASES};
 pub use control_plane::{Cluster, ClusterError, ClusterState, UpOptions, down, up};

@@ -67,6 +67,10 @@ pub struct ControllerConfig {
     /// condition `observedGeneration`): 1.37's observedGeneration fields are not written even
     /// when behaving as 1.37 (`--emulated-version` newer than the cluster).
     pub server_before_1_37: bool,
+    /// `--kube-api-content-type=application/vnd.kubernetes.protobuf` (KCM's default): the pod
+    /// informer and the built-in scale targets' caches list and watch in protobuf, taking JSON
+    /// where the server answers JSON (`hpa-protobuf`); any other value reads JSON.
+    pub informer_protobuf: bool,
 }
 
 impl ControllerConfig {
@@ -115,6 +119,18 @@ impl ControllerConfig {
             metrics_batch_window: go_to_std(options.cost.metrics_batch_window),
             keep_last_decisions: false,
             server_before_1_37: false,
+            informer_protobuf: options.generic.kube_api_content_type
+                == hpa_protobuf::watcher::PROTOBUF,
+        }
+    }
+
+    /// What the informers ask for: protobuf for the pods and the built-in scale targets
+    /// when `--kube-api-content-type` is protobuf.
+    pub fn informer_encoding(&self) -> hpa_protobuf::Encoding {
+        if self.informer_protobuf {
+            hpa_protobuf::Encoding::Protobuf
+        } else {
+            hpa_protobuf::Encoding::Json
         }
     }
 
@@ -408,6 +424,7 @@ impl HorizontalController {
             Arc::new(ScaleTargetCache::new(
                 informer_client.clone(),
                 Some(scale_reads.clone()),
+                parts.config.informer_encoding(),
             ))
         });
         let scale_client: Arc<dyn ScaleClient> = match &scale_targets {
@@ -471,11 +488,13 @@ impl HorizontalController {
         let handler: Arc<dyn HpaEventHandler> = self.inner.clone();
         // The handler's resync (every sync period, every cached HPA to `UpdateFunc`) runs in
         // the HPA informer's task, ordered with its deletions.
+        let config = &self.inner.reconciler.config;
         let tasks = Caches::start(
             self.inner.informer_client.clone(),
             writers,
             handler,
-            self.inner.reconciler.config.sync_period(),
+            config.sync_period(),
+            config.informer_encoding(),
         );
         self.inner
             .tasks

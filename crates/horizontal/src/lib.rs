@@ -31,6 +31,7 @@ pub use controller::{
 };
 pub use explain::render_text;
 pub use fence::{FenceError, refused_by_fence};
+pub use pod_projection::{PodInterners, PodProjection};
 pub use reconcile::{MetricComputer, ReconcileError};
 pub use recorder::{CorrelatorSizes, EmittedEvent, Recorder};
 pub use scale_client::{KubeScaleClient, ScaleClient, ScaleError};

@@ -309,6 +309,7 @@ type ResourceKey = (String, String, String);
 /// The watch caches of scale targets, one per resource, started on first use.
 pub struct ScaleTargetCache {
     client: kube::Client,
+    encoding: hpa_protobuf::Encoding,
     metrics: Option<ScaleCacheMetrics>,
     resources: Mutex<HashMap<ResourceKey, Arc<ResourceCache>>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -322,10 +323,17 @@ impl std::fmt::Debug for ScaleTargetCache {
 
 impl ScaleTargetCache {
     /// An empty cache whose watches list and watch through `client` (the informers'),
-    /// showing each resource's state in `metrics`.
-    pub fn new(client: kube::Client, metrics: Option<ScaleCacheMetrics>) -> Self {
+    /// showing each resource's state in `metrics`. The built-in kinds (apps/v1 Deployments,
+    /// ReplicaSets and StatefulSets, v1 ReplicationControllers) are read in `encoding`
+    /// (`hpa-protobuf`); custom resources in JSON, their only encoding.
+    pub fn new(
+        client: kube::Client,
+        metrics: Option<ScaleCacheMetrics>,
+        encoding: hpa_protobuf::Encoding,
+    ) -> Self {
         ScaleTargetCache {
             client,
+            encoding,
             metrics,
             resources: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
@@ -350,7 +358,7 @@ impl ScaleTargetCache {
         ));
         resources.insert(key, cache.clone());
         drop(resources);
-        let source = KubeListWatch::new(self.client.clone(), mapping.clone());
+        let source = KubeListWatch::new(self.client.clone(), mapping.clone(), self.encoding);
         let task = tokio::spawn({
             let cache = cache.clone();
             async move { run(&source, &cache).await }
@@ -454,10 +462,39 @@ struct KubeListWatch {
     mapping: ResourceMapping,
     api: kube::Api<DynamicObject>,
     crds: kube::Api<DynamicObject>,
+    /// A built-in kind read in protobuf: its decoding, the client and the resource's path.
+    protobuf: Option<(
+        Arc<hpa_protobuf::convert::ScaleTarget>,
+        kube::Client,
+        String,
+    )>,
 }
 
 impl KubeListWatch {
-    fn new(client: kube::Client, mapping: ResourceMapping) -> Self {
+    fn new(
+        client: kube::Client,
+        mapping: ResourceMapping,
+        encoding: hpa_protobuf::Encoding,
+    ) -> Self {
+        let protobuf = match encoding {
+            hpa_protobuf::Encoding::Json => None,
+            hpa_protobuf::Encoding::Protobuf => hpa_protobuf::convert::ScaleTarget::of(
+                &mapping.group,
+                &mapping.version,
+                &mapping.resource,
+            )
+            .map(|target| {
+                let path = if mapping.group.is_empty() {
+                    format!("/api/{}/{}", mapping.version, mapping.resource)
+                } else {
+                    format!(
+                        "/apis/{}/{}/{}",
+                        mapping.group, mapping.version, mapping.resource
+                    )
+                };
+                (Arc::new(target), client.clone(), path)
+            }),
+        };
         let api_version = if mapping.group.is_empty() {
             mapping.version.clone()
         } else {
@@ -481,11 +518,21 @@ impl KubeListWatch {
             api: kube::Api::all_with(client.clone(), &resource),
             crds: kube::Api::all_with(client, &crd),
             mapping,
+            protobuf,
         }
     }
 
     fn crd_name(&self) -> String {
         format!("{}.{}", self.mapping.resource, self.mapping.group)
+    }
+
+    /// The protobuf reads' pages and watch timeout, as [`KubeListWatch::watch_params`]'.
+    fn protobuf_config() -> hpa_protobuf::Config {
+        hpa_protobuf::Config {
+            encoding: hpa_protobuf::Encoding::Protobuf,
+            page_size: LIST_PAGE,
+            timeout_secs: WATCH_TIMEOUT_SECS,
+        }
     }
 
     fn watch_params() -> WatchParams {
@@ -526,12 +573,28 @@ impl ListWatch for KubeListWatch {
         &self,
         continue_token: Option<String>,
     ) -> Result<kube::core::ObjectList<DynamicObject>, kube::Error> {
+        if let Some((target, client, path)) = &self.protobuf {
+            let config = Self::protobuf_config();
+            let (list, _) = hpa_protobuf::list_page(
+                client,
+                target.as_ref(),
+                path,
+                &config,
+                continue_token.as_deref(),
+            )
+            .await?;
+            return Ok(list);
+        }
         let mut lp = ListParams::default().limit(LIST_PAGE);
         lp.continue_token = continue_token;
         self.api.list(&lp).await
     }
 
     async fn watch(&self, rv: &str) -> Result<Events, kube::Error> {
+        if let Some((target, client, path)) = &self.protobuf {
+            let config = Self::protobuf_config();
+            return hpa_protobuf::watch(client, target.clone(), path, &config, rv).await;
+        }
         Ok(self.api.watch(&Self::watch_params(), rv).await?.boxed())
     }
 
