@@ -93,6 +93,60 @@ enum ClusterCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run this controller on a populated cluster for a long time under churn (HPAs,
+    /// Deployments and pods deleted and created again, pod metrics moving) with one
+    /// kube-apiserver restart, sampling its memory and reconciles; report RSS flatness, error
+    /// lines and coverage after recovery, and draw the RSS curve.
+    Soak {
+        /// The cluster directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// This controller's binary (default: the kube-hpa-controller beside hpactl).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+        /// The populated cluster's shape (as given to `cluster populate`).
+        #[arg(long, default_value_t = 1000)]
+        hpas: usize,
+        /// Pods per Deployment (as given to `cluster populate`).
+        #[arg(long, default_value_t = 10)]
+        pods_per_hpa: usize,
+        /// Namespaces (as given to `cluster populate`).
+        #[arg(long, default_value_t = 100)]
+        namespaces: usize,
+        /// Seed (as given to `cluster populate`).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How long the controller runs.
+        #[arg(long, default_value = "60m", value_name = "DURATION")]
+        duration: hpa_config::GoDuration,
+        /// Time between churns.
+        #[arg(long, default_value = "1m", value_name = "DURATION")]
+        churn_every: hpa_config::GoDuration,
+        /// HPAs (with their Deployments and pods) deleted and created again per churn.
+        #[arg(long, default_value_t = 100)]
+        churn_hpas: usize,
+        /// Pods whose CPU usage moves per churn.
+        #[arg(long, default_value_t = 2000)]
+        metric_pods: usize,
+        /// When kube-apiserver is restarted, from the controller's start (0s: never).
+        #[arg(long, default_value = "30m", value_name = "DURATION")]
+        restart_apiserver_at: hpa_config::GoDuration,
+        /// Time between samples of the controller's memory and reconcile counter.
+        #[arg(long, default_value = "10s", value_name = "DURATION")]
+        sample_every: hpa_config::GoDuration,
+        /// Requests in flight at once while churning.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Write the chart (SVG) here.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Controller flags (after `--`).
+        #[arg(last = true, value_name = "CONTROLLER FLAGS")]
+        flags: Vec<String>,
+    },
     /// Measure what kube-apiserver spends on this controller's informer reads (full lists of
     /// pods and Deployments in pages of 500, a pod watch) in JSON and in protobuf, on a
     /// populated cluster.
@@ -268,6 +322,135 @@ pub fn run(args: ClusterArgs) -> ExitCode {
                         report.metrics_objects
                     );
                 }
+                Ok(())
+            })
+        }
+        ClusterCommand::Soak {
+            dir,
+            binary,
+            hpas,
+            pods_per_hpa,
+            namespaces,
+            seed,
+            duration,
+            churn_every,
+            churn_hpas,
+            metric_pods,
+            restart_apiserver_at,
+            sample_every,
+            concurrency,
+            svg,
+            json,
+            flags,
+        } => {
+            let config = hpa_fixtures::generate::GenerateConfig {
+                name: format!("populate-{hpas}x{pods_per_hpa}"),
+                hpas,
+                pods_per_hpa,
+                namespaces,
+                seed,
+                ..hpa_fixtures::generate::GenerateConfig::default()
+            };
+            let generated = hpa_fixtures::generate(&config)
+                .map_err(|e| e.to_string())
+                .and_then(|doc| {
+                    hpa_fixtures::scenario::scenario_from_value(doc, "(generated)")
+                        .map_err(|e| e.to_string())
+                });
+            let scenario = match generated {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            };
+            let binary = binary.unwrap_or_else(|| {
+                std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.parent().map(|d| d.join("kube-hpa-controller")))
+                    .unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
+            });
+            let restart = restart_apiserver_at.to_std();
+            let soak = hpa_cluster::soak::SoakConfig {
+                binary,
+                flags,
+                duration: duration.to_std(),
+                churn_every: churn_every.to_std().max(std::time::Duration::from_secs(1)),
+                churn_hpas,
+                metric_pods,
+                restart_apiserver_at: (!restart.is_zero()).then_some(restart),
+                sample_every: sample_every.to_std().max(std::time::Duration::from_secs(1)),
+                concurrency,
+            };
+            runtime.block_on(async {
+                let cluster = Cluster::open(&dir)?;
+                let report = cluster
+                    .soak(&scenario, &soak, |line| eprintln!("soak: {line}"))
+                    .await?;
+                if let Some(path) = &svg {
+                    let title = format!(
+                        "kube-hpa-controller soak: {} HPAs on kube-apiserver {}, {:.0} min",
+                        report.hpas,
+                        report.release,
+                        report.duration_s / 60.0
+                    );
+                    match hpa_cluster::soak::chart(&report, &title)
+                        .map_err(|e| e.to_string())
+                        .and_then(|text| std::fs::write(path, text).map_err(|e| e.to_string()))
+                    {
+                        Ok(()) => eprintln!("soak: chart written to {}", path.display()),
+                        Err(e) => eprintln!("soak: {}: {e}", path.display()),
+                    }
+                }
+                if json {
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(&report).unwrap_or_default()
+                    );
+                    return Ok(());
+                }
+                let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+                outln!("hpas                                  {}", report.hpas);
+                outln!(
+                    "duration_s                            {:.0}",
+                    report.duration_s
+                );
+                outln!(
+                    "churns                                {} ({} HPAs, {} pod metrics moved)",
+                    report.churns,
+                    report.churned_hpas,
+                    report.moved_metrics
+                );
+                outln!(
+                    "apiserver stopped / ready at s        {} / {}",
+                    f(report.apiserver_stopped_at_s),
+                    f(report.apiserver_ready_at_s)
+                );
+                outln!(
+                    "rss_mib minutes 10-20                 {}",
+                    f(report.rss_mib_minutes_10_20)
+                );
+                outln!(
+                    "rss_mib last 10 minutes               {}",
+                    f(report.rss_mib_last_10_minutes)
+                );
+                outln!(
+                    "rss_change                            {}",
+                    f(report.rss_change)
+                );
+                outln!(
+                    "error lines (restart window)          {} ({})",
+                    report.error_lines.len(),
+                    report.error_lines_in_restart_window
+                );
+                for l in &report.error_lines {
+                    outln!("  {l}");
+                }
+                outln!(
+                    "reconciles/HPA/sync after recovery    {} (lowest interval {})",
+                    f(report.reconciles_per_hpa_per_sync_after_recovery),
+                    f(report.lowest_interval_reconciles_per_hpa_per_sync_after_recovery)
+                );
                 Ok(())
             })
         }

@@ -167,7 +167,7 @@ impl Cluster {
     /// A client of a controller's serving port on loopback, with the administrator's
     /// credentials (its self-signed certificate is not verified: loopback, and only for
     /// `/healthz` and `/metrics`).
-    async fn serving_client(&self, port: u16) -> Result<kube::Client, ClusterError> {
+    pub(crate) async fn serving_client(&self, port: u16) -> Result<kube::Client, ClusterError> {
         let path = self.admin_kubeconfig();
         let err = |message: String| ClusterError::Kubeconfig {
             path: path.clone(),
@@ -215,7 +215,7 @@ impl Cluster {
 
     /// The reconciles a controller counted so far (0 before its first: a counter with labels
     /// has no sample until then; `None`, logged, when its `/metrics` could not be read).
-    async fn reconciles(&self, serving: &kube::Client) -> Option<u64> {
+    pub(crate) async fn reconciles(&self, serving: &kube::Client) -> Option<u64> {
         match Self::get_text(serving, "/metrics").await {
             Ok(text) => {
                 Some(hpa_fixtures::scrape::counter_sum(&text, RECONCILES).map_or(0, |n| n as u64))
@@ -229,7 +229,7 @@ impl Cluster {
 
     /// Starts this controller's binary as [`SELF`], serving on `port`, and waits for its
     /// `/healthz`.
-    async fn start_self(
+    pub(crate) async fn start_self(
         &self,
         binary: &std::path::Path,
         port: u16,

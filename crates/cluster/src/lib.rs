@@ -21,6 +21,8 @@
 //!   cluster from the outside (`hpactl bench --dir`).
 //! - [`read_cost`]: what kube-apiserver spends on the informers' lists and watches in JSON
 //!   and in protobuf (`hpactl cluster read-cost`).
+//! - [`soak`]: this controller for an hour under churn and an apiserver restart, its memory
+//!   sampled (`hpactl cluster soak`).
 //! - [`apply`], [`kubeconfig`]: creating objects; writing kubeconfigs.
 
 pub mod apply;
@@ -36,6 +38,7 @@ pub mod pki;
 pub mod populate;
 pub mod process;
 pub mod read_cost;
+pub mod soak;
 
 pub use binaries::{KubeBinaries, KubeRelease, TESTED_RELEASES};
 pub use control_plane::{Cluster, ClusterError, ClusterState, UpOptions, down, up};

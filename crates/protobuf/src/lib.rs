@@ -7,7 +7,7 @@
 //! - [`envelope`]: the `k8s\0` envelope and the watch stream's frames (pure);
 //! - [`convert`]: kube-rs's generated messages (`k8s-pb`) to `k8s-openapi` types, for the
 //!   fields the controller keeps (pure);
-//! - [`watcher`]: list and watch, `kube::runtime::watcher`'s events and errors, protobuf asked
+//! - [`mod@watcher`]: list and watch, `kube::runtime::watcher`'s events and errors, protobuf asked
 //!   for and JSON accepted.
 
 pub mod convert;
