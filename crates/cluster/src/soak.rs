@@ -443,9 +443,31 @@ impl Cluster {
                     o
                 })
                 .collect();
-            stream::iter(objs.into_iter().map(|o| {
+            stream::iter(objs.into_iter().map(|mut o| {
                 let mut applier = applier.clone();
-                async move { applier.apply(o).await.map(|_| ()) }
+                if phase == "HorizontalPodAutoscaler" {
+                    // A new HPA has no status; the controller writes it.
+                    if let Some(m) = o.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+                async move {
+                    // The controller may write the object between its creation and its
+                    // status: apply again from the object as it now stands.
+                    let mut attempt = 0;
+                    loop {
+                        match applier.apply(o.clone()).await {
+                            Ok(_) => return Ok(()),
+                            Err(crate::apply::ApplyError::Api { source, .. })
+                                if attempt < 5
+                                    && matches!(&*source, kube::Error::Api(s) if s.code == 409) =>
+                            {
+                                attempt += 1;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
             }))
             .buffer_unordered(concurrency.max(1))
             .try_collect::<Vec<()>>()
