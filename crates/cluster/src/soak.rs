@@ -102,8 +102,8 @@ pub struct SoakReport {
     pub error_lines_in_restart_window: usize,
     /// Reconciles per HPA per sync period from 2 minutes after recovery to the end.
     pub reconciles_per_hpa_per_sync_after_recovery: Option<f64>,
-    /// The lowest of the same over each sample interval (where the counter answered at both
-    /// ends).
+    /// The lowest of the same over consecutive windows of at least a minute (where the
+    /// counter answered at both ends).
     pub lowest_interval_reconciles_per_hpa_per_sync_after_recovery: Option<f64>,
 }
 
@@ -167,7 +167,7 @@ fn mean_rss(samples: &[SoakSample], from: f64, to: f64) -> Option<f64> {
 }
 
 /// Reconciles per HPA per sync period over the samples from `from` seconds on: overall, and
-/// the lowest over consecutive samples whose counters both answered.
+/// the lowest over consecutive windows of at least a minute.
 fn coverage(
     samples: &[SoakSample],
     from: f64,
@@ -187,10 +187,16 @@ fn coverage(
         (periods > 0.0).then(|| r1.saturating_sub(r0) as f64 / hpas as f64 / periods)
     };
     let overall = rate(after[0], after[after.len() - 1]);
-    let lowest = after
-        .windows(2)
-        .filter_map(|w| rate(w[0], w[1]))
-        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+    // Consecutive windows of at least a minute (batched reconciles come in bursts, so a
+    // sample interval shorter than the sync period says little on its own).
+    let mut lowest: Option<f64> = None;
+    let mut i = 0;
+    while let Some(j) = (i + 1..after.len()).find(|&j| after[j].0 - after[i].0 >= 60.0) {
+        if let Some(r) = rate(after[i], after[j]) {
+            lowest = Some(lowest.map_or(r, |m| m.min(r)));
+        }
+        i = j;
+    }
     (overall, lowest)
 }
 
@@ -216,6 +222,7 @@ impl Cluster {
         let log_start = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         let serving = self.serving_client(port).await?;
         let started = Instant::now();
+        let wall_start = Timestamp::now();
         progress(&format!("{SELF} started (pid {}); {hpas} HPAs", record.pid));
 
         let mut samples = Vec::new();
@@ -325,8 +332,7 @@ impl Cluster {
         let log = std::fs::read(&log_path).unwrap_or_default();
         let log = String::from_utf8_lossy(log.get(log_start as usize..).unwrap_or_default());
         // Error lines by time of writing: klog's `E1126 14:00:00.000000`; the restart window in
-        // wall-clock terms.
-        let wall_start = Timestamp::now() - jiff::SignedDuration::from_secs_f64(duration_s);
+        // wall-clock terms (klog's lines carry the local time).
         let window = stopped_at.zip(ready_at).map(|(s, r)| {
             (
                 wall_start + jiff::SignedDuration::from_secs_f64(s),
@@ -378,10 +384,27 @@ impl Cluster {
         concurrency: usize,
     ) -> Result<(), ClusterError> {
         let dp = DeleteParams::default();
+        // The HPAs first, then their targets and pods (as a user removes an app), so that no
+        // HPA is reconciled against a target deleted under it.
+        for phase in [&["HorizontalPodAutoscaler"][..], &["Deployment", "Pod"][..]] {
+            self.delete_phase(admin, units, phase, &dp, concurrency)
+                .await?;
+        }
+        self.recreate(admin, units, by, concurrency).await
+    }
+
+    async fn delete_phase(
+        &self,
+        admin: &kube::Client,
+        units: &[&Unit],
+        kinds: &[&str],
+        dp: &DeleteParams,
+        concurrency: usize,
+    ) -> Result<(), ClusterError> {
         let deletes = units.iter().flat_map(|u| {
             u.objects
                 .iter()
-                .filter(|o| matches!(kind(o), "HorizontalPodAutoscaler" | "Deployment" | "Pod"))
+                .filter(|o| kinds.contains(&kind(o)))
                 .map(|o| {
                     (
                         kind(o).to_string(),
@@ -426,7 +449,17 @@ impl Cluster {
         .buffer_unordered(concurrency.max(1))
         .try_collect::<Vec<()>>()
         .await?;
-        // Created again in populate's order: Deployments, pods, then HPAs.
+        Ok(())
+    }
+
+    /// Creates `units`' objects again in populate's order: Deployments, pods, then HPAs.
+    async fn recreate(
+        &self,
+        admin: &kube::Client,
+        units: &[&Unit],
+        by: jiff::SignedDuration,
+        concurrency: usize,
+    ) -> Result<(), ClusterError> {
         let applier = Applier::new(admin.clone());
         for phase in ["Deployment", "Pod", "HorizontalPodAutoscaler"] {
             let objs: Vec<Value> = units
@@ -477,14 +510,17 @@ impl Cluster {
     }
 }
 
-/// The wall-clock time of a klog line (`E1126 14:00:00.123456 ...`), in the year of `around`.
+/// The wall-clock time of a klog line (`E1126 14:00:00.123456 ...`, the system's local time),
+/// in the year of `around`.
 fn klog_time(line: &str, around: Timestamp) -> Option<Timestamp> {
     let month: i8 = line.get(1..3)?.parse().ok()?;
     let day: i8 = line.get(3..5)?.parse().ok()?;
     let hms = line.get(6..21)?;
-    let year = around.to_zoned(jiff::tz::TimeZone::UTC).year();
-    let text = format!("{year:04}-{month:02}-{day:02}T{hms}Z");
-    text.parse().ok()
+    let tz = jiff::tz::TimeZone::system();
+    let year = around.to_zoned(tz.clone()).year();
+    let text = format!("{year:04}-{month:02}-{day:02}T{hms}");
+    let civil: jiff::civil::DateTime = text.parse().ok()?;
+    civil.to_zoned(tz).ok().map(|z| z.timestamp())
 }
 
 /// The soak's chart: RSS over time above, reconciles per HPA per sync period per sample
@@ -631,8 +667,11 @@ mod tests {
         let (overall, lowest) = coverage(&s, 300.0, 100, 15.0);
         assert!((overall.unwrap() - 1.0).abs() < 1e-9);
         assert!((lowest.unwrap() - 1.0).abs() < 1e-9);
+        // Windows of a minute or more: 0-150, 150-300, ...; one with 100 reconciles in 150 s.
         let mut gap = s.clone();
-        gap[5].reconciles = Some(4100);
+        for x in gap.iter_mut().skip(5) {
+            x.reconciles = x.reconciles.map(|r| r - 900);
+        }
         let (_, lowest) = coverage(&gap, 0.0, 100, 15.0);
         assert!((lowest.unwrap() - 0.1).abs() < 1e-9, "{lowest:?}");
         assert_eq!(coverage(&s, 0.0, 0, 15.0), (None, None));
