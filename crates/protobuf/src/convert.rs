@@ -292,37 +292,23 @@ impl ScaleTarget {
 
     fn decode_raw(self, raw: &[u8]) -> Result<kube::api::DynamicObject, EnvelopeError> {
         use k8s_pb::api::apps::v1 as apps;
+        // The apps kinds differ only in their message types: the same fields are kept.
+        macro_rules! apps_object {
+            ($message:ty) => {{
+                let d: $message = envelope::message(self.kind(), raw)?;
+                let spec = d.spec.unwrap_or_default();
+                let status = d.status.and_then(|s| s.replicas);
+                self.object(
+                    d.metadata,
+                    Self::apps_spec(spec.replicas, spec.selector),
+                    status,
+                )
+            }};
+        }
         match self {
-            ScaleTarget::Deployment => {
-                let d: apps::Deployment = envelope::message(self.kind(), raw)?;
-                let spec = d.spec.unwrap_or_default();
-                let status = d.status.and_then(|s| s.replicas);
-                self.object(
-                    d.metadata,
-                    Self::apps_spec(spec.replicas, spec.selector),
-                    status,
-                )
-            }
-            ScaleTarget::ReplicaSet => {
-                let d: apps::ReplicaSet = envelope::message(self.kind(), raw)?;
-                let spec = d.spec.unwrap_or_default();
-                let status = d.status.and_then(|s| s.replicas);
-                self.object(
-                    d.metadata,
-                    Self::apps_spec(spec.replicas, spec.selector),
-                    status,
-                )
-            }
-            ScaleTarget::StatefulSet => {
-                let d: apps::StatefulSet = envelope::message(self.kind(), raw)?;
-                let spec = d.spec.unwrap_or_default();
-                let status = d.status.and_then(|s| s.replicas);
-                self.object(
-                    d.metadata,
-                    Self::apps_spec(spec.replicas, spec.selector),
-                    status,
-                )
-            }
+            ScaleTarget::Deployment => apps_object!(apps::Deployment),
+            ScaleTarget::ReplicaSet => apps_object!(apps::ReplicaSet),
+            ScaleTarget::StatefulSet => apps_object!(apps::StatefulSet),
             ScaleTarget::ReplicationController => {
                 let d: pb_core::ReplicationController = envelope::message(self.kind(), raw)?;
                 let spec = d.spec.unwrap_or_default();
@@ -366,14 +352,7 @@ impl crate::watcher::Codec<kube::api::DynamicObject> for ScaleTarget {
         &self,
         bytes: &[u8],
     ) -> Result<crate::watcher::Page<kube::api::DynamicObject>, EnvelopeError> {
-        let (got, raw) = envelope::open(bytes)?;
-        if !got.is_empty() && got != self.list_kind() {
-            return Err(EnvelopeError::Kind {
-                expected: self.list_kind(),
-                got,
-            });
-        }
-        let list: AnyList = envelope::message(self.list_kind(), &raw)?;
+        let list: AnyList = envelope::decode(self.list_kind(), bytes)?;
         let meta = list.metadata.unwrap_or_default();
         let items = list
             .items
@@ -388,14 +367,7 @@ impl crate::watcher::Codec<kube::api::DynamicObject> for ScaleTarget {
     }
 
     fn item(&self, bytes: &[u8]) -> Result<kube::api::DynamicObject, EnvelopeError> {
-        let (got, raw) = envelope::open(bytes)?;
-        if !got.is_empty() && got != self.kind() {
-            return Err(EnvelopeError::Kind {
-                expected: self.kind(),
-                got,
-            });
-        }
-        self.decode_raw(&raw)
+        self.decode_raw(&envelope::open_kind(self.kind(), bytes)?)
     }
 }
 

@@ -67,9 +67,10 @@ pub fn open(bytes: &[u8]) -> Result<(String, Vec<u8>), EnvelopeError> {
     Ok((kind, unknown.raw.unwrap_or_default()))
 }
 
-/// Opens an enveloped object of `kind` and decodes it as `M`. An envelope without a kind is
-/// accepted (the API server always sets one; a missing one says nothing against the bytes).
-pub fn decode<M: Message + Default>(kind: &'static str, bytes: &[u8]) -> Result<M, EnvelopeError> {
+/// Opens an enveloped object of `kind` and returns its raw message bytes. An envelope without
+/// a kind is accepted (the API server always sets one; a missing one says nothing against the
+/// bytes).
+pub fn open_kind(kind: &'static str, bytes: &[u8]) -> Result<Vec<u8>, EnvelopeError> {
     let (got, raw) = open(bytes)?;
     if !got.is_empty() && got != kind {
         return Err(EnvelopeError::Kind {
@@ -77,7 +78,12 @@ pub fn decode<M: Message + Default>(kind: &'static str, bytes: &[u8]) -> Result<
             got,
         });
     }
-    message(kind, &raw)
+    Ok(raw)
+}
+
+/// Opens an enveloped object of `kind` ([`open_kind`]) and decodes it as `M`.
+pub fn decode<M: Message + Default>(kind: &'static str, bytes: &[u8]) -> Result<M, EnvelopeError> {
+    message(kind, &open_kind(kind, bytes)?)
 }
 
 /// Splits a protobuf watch stream into frames as its bytes arrive.
