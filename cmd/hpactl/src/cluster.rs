@@ -113,6 +113,9 @@ enum ClusterCommand {
         /// Namespaces (as given to `cluster populate`).
         #[arg(long, default_value_t = 100)]
         namespaces: usize,
+        /// The HPAs' metrics (as given to `cluster populate`).
+        #[arg(long, default_value = "cpu")]
+        metrics: hpa_fixtures::generate::MetricMix,
         /// Seed (as given to `cluster populate`).
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -280,22 +283,7 @@ pub fn run(args: ClusterArgs) -> ExitCode {
             concurrency,
             json,
         } => {
-            let config = hpa_fixtures::generate::GenerateConfig {
-                name: format!("populate-{hpas}x{pods_per_hpa}"),
-                hpas,
-                pods_per_hpa,
-                namespaces,
-                metrics,
-                seed,
-                ..hpa_fixtures::generate::GenerateConfig::default()
-            };
-            let generated = hpa_fixtures::generate(&config)
-                .map_err(|e| e.to_string())
-                .and_then(|doc| {
-                    hpa_fixtures::scenario::scenario_from_value(doc, "(generated)")
-                        .map_err(|e| e.to_string())
-                });
-            let scenario = match generated {
+            let scenario = match populated_scenario(hpas, pods_per_hpa, namespaces, metrics, seed) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("{e}");
@@ -331,6 +319,7 @@ pub fn run(args: ClusterArgs) -> ExitCode {
             hpas,
             pods_per_hpa,
             namespaces,
+            metrics,
             seed,
             duration,
             churn_every,
@@ -343,33 +332,14 @@ pub fn run(args: ClusterArgs) -> ExitCode {
             json,
             flags,
         } => {
-            let config = hpa_fixtures::generate::GenerateConfig {
-                name: format!("populate-{hpas}x{pods_per_hpa}"),
-                hpas,
-                pods_per_hpa,
-                namespaces,
-                seed,
-                ..hpa_fixtures::generate::GenerateConfig::default()
-            };
-            let generated = hpa_fixtures::generate(&config)
-                .map_err(|e| e.to_string())
-                .and_then(|doc| {
-                    hpa_fixtures::scenario::scenario_from_value(doc, "(generated)")
-                        .map_err(|e| e.to_string())
-                });
-            let scenario = match generated {
+            let scenario = match populated_scenario(hpas, pods_per_hpa, namespaces, metrics, seed) {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("{e}");
                     return ExitCode::from(EXIT_INVALID);
                 }
             };
-            let binary = binary.unwrap_or_else(|| {
-                std::env::current_exe()
-                    .ok()
-                    .and_then(|p| p.parent().map(|d| d.join("kube-hpa-controller")))
-                    .unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
-            });
+            let binary = binary.unwrap_or_else(crate::controller_beside_hpactl);
             let restart = restart_apiserver_at.to_std();
             let soak = hpa_cluster::soak::SoakConfig {
                 binary,
@@ -569,6 +539,28 @@ async fn terminated() {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// The generated cluster `cluster populate` creates (and `cluster soak` regenerates to churn):
+/// `hpactl generate`'s, named for its shape.
+fn populated_scenario(
+    hpas: usize,
+    pods_per_hpa: usize,
+    namespaces: usize,
+    metrics: hpa_fixtures::generate::MetricMix,
+    seed: u64,
+) -> Result<hpa_fixtures::Scenario, String> {
+    let config = hpa_fixtures::generate::GenerateConfig {
+        name: format!("populate-{hpas}x{pods_per_hpa}"),
+        hpas,
+        pods_per_hpa,
+        namespaces,
+        metrics,
+        seed,
+        ..hpa_fixtures::generate::GenerateConfig::default()
+    };
+    let doc = hpa_fixtures::generate(&config).map_err(|e| e.to_string())?;
+    hpa_fixtures::scenario::scenario_from_value(doc, "(generated)").map_err(|e| e.to_string())
 }
 
 /// `3 Deployment, 3 Pod` (or `nothing`): what a load or populate created, by kind.

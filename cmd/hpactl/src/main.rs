@@ -567,6 +567,14 @@ enum RealController {
     SelfBinary,
 }
 
+/// The kube-hpa-controller binary beside this hpactl (else the one on `PATH`).
+pub(crate) fn controller_beside_hpactl() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("kube-hpa-controller")))
+        .unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
+}
+
 /// `hpactl bench --dir`: one controller against the populated real cluster in `dir`.
 fn real_bench_cmd(
     dir: &Path,
@@ -579,12 +587,9 @@ fn real_bench_cmd(
     use hpa_cluster::bench::{Controller, RealBenchConfig};
     let controller = match controller {
         RealController::Kcm => Controller::Kcm,
-        RealController::SelfBinary => Controller::SelfBinary(binary.unwrap_or_else(|| {
-            let beside = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.parent().map(|d| d.join("kube-hpa-controller")));
-            beside.unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
-        })),
+        RealController::SelfBinary => {
+            Controller::SelfBinary(binary.unwrap_or_else(controller_beside_hpactl))
+        }
     };
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging();

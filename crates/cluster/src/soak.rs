@@ -2,7 +2,7 @@
 //! churn, with one kube-apiserver restart, its memory sampled (issue 23 item 4).
 //!
 //! No upstream counterpart. On a cluster `hpactl cluster populate` made (the same `--hpas`,
-//! `--pods-per-hpa`, `--namespaces` and `--seed`, so the objects are regenerated here), the
+//! `--pods-per-hpa`, `--namespaces`, `--metrics` and `--seed`, so the objects are regenerated here), the
 //! controller runs for `duration`; every `churn_every` the next `churn_hpas` HPAs are deleted
 //! with their Deployments and pods and created again (status included, times now), and the CPU
 //! usage of `metric_pods` pods moves (within ±8% of its populated value, so HPAs stay near
