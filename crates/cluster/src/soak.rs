@@ -150,6 +150,28 @@ fn units(scenario: &Scenario) -> Vec<Unit> {
     by.into_values().collect()
 }
 
+/// Moves each container's CPU usage written in millicores (as `hpactl generate` writes it)
+/// within ±8% of its value; other forms are left as they are.
+fn move_cpu(pod_metrics: &mut Value, rng: &mut fastrand::Rng) {
+    let Some(containers) = pod_metrics
+        .get_mut("containers")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for c in containers {
+        let milli = c
+            .pointer("/usage/cpu")
+            .and_then(Value::as_str)
+            .and_then(|v| v.strip_suffix('m'))
+            .and_then(|v| v.parse::<f64>().ok());
+        if let Some(milli) = milli {
+            let f = 0.92 + rng.f64() * 0.16;
+            c["usage"]["cpu"] = json!(format!("{}m", (milli * f).round() as i64));
+        }
+    }
+}
+
 /// klog's error lines (`E` and the month-day digits).
 fn is_error_line(line: &str) -> bool {
     let b = line.as_bytes();
@@ -164,6 +186,17 @@ fn mean_rss(samples: &[SoakSample], from: f64, to: f64) -> Option<f64> {
         .map(|s| s.rss_mib)
         .collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Reconciles per HPA per sync period between two `(seconds, reconcile counter)` samples.
+fn rate(
+    (t0, r0): (f64, u64),
+    (t1, r1): (f64, u64),
+    hpas: usize,
+    sync_period_s: f64,
+) -> Option<f64> {
+    let periods = (t1 - t0) / sync_period_s;
+    (periods > 0.0 && hpas > 0).then(|| r1.saturating_sub(r0) as f64 / hpas as f64 / periods)
 }
 
 /// Reconciles per HPA per sync period over the samples from `from` seconds on: overall, and
@@ -182,10 +215,7 @@ fn coverage(
     if hpas == 0 || after.len() < 2 {
         return (None, None);
     }
-    let rate = |(t0, r0): (f64, u64), (t1, r1): (f64, u64)| {
-        let periods = (t1 - t0) / sync_period_s;
-        (periods > 0.0).then(|| r1.saturating_sub(r0) as f64 / hpas as f64 / periods)
-    };
+    let rate = |a, b| rate(a, b, hpas, sync_period_s);
     let overall = rate(after[0], after[after.len() - 1]);
     // Consecutive windows of at least a minute (batched reconciles come in bursts, so a
     // sample interval shorter than the sync period says little on its own).
@@ -237,15 +267,9 @@ impl Cluster {
         let mut stopped_at = None;
         let mut ready_at = None;
         let by_shift = Timestamp::now().duration_since(scenario.start);
-        let pods: Vec<(usize, Value)> = units
+        let pod_metrics: Vec<&Value> = units
             .iter()
-            .enumerate()
-            .flat_map(|(i, u)| {
-                u.objects
-                    .iter()
-                    .filter(|o| kind(o) == "PodMetrics")
-                    .map(move |o| (i, o.clone()))
-            })
+            .flat_map(|u| u.objects.iter().filter(|o| kind(o) == "PodMetrics"))
             .collect();
         let mut rng = fastrand::Rng::with_seed(23);
         let result = async {
@@ -289,25 +313,17 @@ impl Cluster {
                     churns += 1;
                     churned_hpas += n;
                     // Move some pods' CPU usage within ±8% of the populated value.
-                    let m = config.metric_pods.min(pods.len());
+                    let m = config.metric_pods.min(pod_metrics.len());
+                    let shift = Timestamp::now().duration_since(scenario.start);
                     let moved: Vec<Value> = (0..m)
                         .map(|k| {
-                            let (_, o) = &pods[(metric_cursor + k) % pods.len()];
-                            let mut o = o.clone();
-                            shift_times(&mut o, Timestamp::now().duration_since(scenario.start));
-                            if let Some(cs) = o.get_mut("containers").and_then(Value::as_array_mut) {
-                                for c in cs {
-                                    if let Some(cpu) = c.pointer("/usage/cpu").and_then(Value::as_str) {
-                                        let milli = cpu.trim_end_matches('m').parse::<f64>().unwrap_or(100.0);
-                                        let f = 0.92 + rng.f64() * 0.16;
-                                        c["usage"]["cpu"] = json!(format!("{}m", (milli * f).round() as i64));
-                                    }
-                                }
-                            }
+                            let mut o = pod_metrics[(metric_cursor + k) % pod_metrics.len()].clone();
+                            shift_times(&mut o, shift);
+                            move_cpu(&mut o, &mut rng);
                             o
                         })
                         .collect();
-                    metric_cursor = (metric_cursor + m) % pods.len().max(1);
+                    metric_cursor = (metric_cursor + m) % pod_metrics.len().max(1);
                     for chunk in moved.chunks(5_000) {
                         self.metrics_step(&json!({ "apply": chunk })).await?;
                     }
@@ -523,6 +539,56 @@ fn klog_time(line: &str, around: Timestamp) -> Option<Timestamp> {
     civil.to_zoned(tz).ok().map(|z| z.timestamp())
 }
 
+type Panel<'a, 'b> = plotters::chart::ChartContext<
+    'a,
+    plotters::backend::SVGBackend<'b>,
+    plotters::coord::cartesian::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// One panel of the chart: minutes across, `0..y_max` up, its mesh drawn.
+fn panel<'a, 'b>(
+    area: &'a plotters::drawing::DrawingArea<
+        plotters::backend::SVGBackend<'b>,
+        plotters::coord::Shift,
+    >,
+    caption: &str,
+    x_max: f64,
+    y_max: f64,
+) -> Result<Panel<'a, 'b>, String> {
+    use plotters::prelude::*;
+    let mut c = ChartBuilder::on(area)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .caption(caption, ("sans-serif", 15))
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(|e| e.to_string())?;
+    c.configure_mesh()
+        .x_desc("minutes")
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// The vertical line at the apiserver's restart (`at` seconds), full height.
+fn restart_line<'c, 'a, 'b>(
+    c: &'c mut Panel<'a, 'b>,
+    at: f64,
+    y_max: f64,
+) -> Result<&'c mut plotters::chart::SeriesAnno<'a, plotters::backend::SVGBackend<'b>>, String> {
+    use plotters::prelude::*;
+    c.draw_series(LineSeries::new(
+        [(at / 60.0, 0.0), (at / 60.0, y_max)],
+        RESTART_RED.stroke_width(1),
+    ))
+    .map_err(|e| e.to_string())
+}
+
+const RESTART_RED: plotters::style::RGBColor = plotters::style::RGBColor(214, 39, 40);
+
 /// The soak's chart: RSS over time above, reconciles per HPA per sync period per sample
 /// interval below, the apiserver restart marked; SVG text.
 pub fn chart(report: &SoakReport, title: &str) -> Result<String, String> {
@@ -544,34 +610,22 @@ pub fn chart(report: &SoakReport, title: &str) -> Result<String, String> {
             .fold(1.0_f64, f64::max)
             * 1.15;
         let blue = RGBColor(31, 119, 180);
-        let red = RGBColor(214, 39, 40);
-        let mut c = ChartBuilder::on(&top)
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .caption(
-                "controller resident memory (VmRSS), MiB",
-                ("sans-serif", 15),
-            )
-            .build_cartesian_2d(0.0..x_max, 0.0..rss_max)
-            .map_err(|e| err(&e))?;
-        c.configure_mesh()
-            .x_desc("minutes")
-            .draw()
-            .map_err(|e| err(&e))?;
+        let red = RESTART_RED;
+        let mut c = panel(
+            &top,
+            "controller resident memory (VmRSS), MiB",
+            x_max,
+            rss_max,
+        )?;
         c.draw_series(LineSeries::new(
             report.samples.iter().map(|s| (s.t_s / 60.0, s.rss_mib)),
             blue.stroke_width(2),
         ))
         .map_err(|e| err(&e))?;
         if let Some(at) = report.apiserver_stopped_at_s {
-            c.draw_series(LineSeries::new(
-                [(at / 60.0, 0.0), (at / 60.0, rss_max)],
-                red.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?
-            .label("kube-apiserver restarted")
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], red));
+            restart_line(&mut c, at, rss_max)?
+                .label("kube-apiserver restarted")
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], red));
             c.configure_series_labels()
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK)
@@ -583,39 +637,26 @@ pub fn chart(report: &SoakReport, title: &str) -> Result<String, String> {
             .windows(2)
             .filter_map(|w| {
                 let (a, b) = (&w[0], &w[1]);
-                let (ra, rb) = (a.reconciles?, b.reconciles?);
-                let periods = (b.t_s - a.t_s) / report.sync_period_s;
-                (periods > 0.0 && report.hpas > 0).then(|| {
-                    (
-                        b.t_s / 60.0,
-                        rb.saturating_sub(ra) as f64 / report.hpas as f64 / periods,
-                    )
-                })
+                let r = rate(
+                    (a.t_s, a.reconciles?),
+                    (b.t_s, b.reconciles?),
+                    report.hpas,
+                    report.sync_period_s,
+                )?;
+                Some((b.t_s / 60.0, r))
             })
             .collect();
         let y_max = rates.iter().map(|r| r.1).fold(1.2_f64, f64::max);
-        let mut c = ChartBuilder::on(&bottom)
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .caption(
-                "reconciles per HPA per sync period (1.0: every HPA every period)",
-                ("sans-serif", 15),
-            )
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-            .map_err(|e| err(&e))?;
-        c.configure_mesh()
-            .x_desc("minutes")
-            .draw()
-            .map_err(|e| err(&e))?;
+        let mut c = panel(
+            &bottom,
+            "reconciles per HPA per sync period (1.0: every HPA every period)",
+            x_max,
+            y_max,
+        )?;
         c.draw_series(LineSeries::new(rates, blue.stroke_width(1)))
             .map_err(|e| err(&e))?;
         if let Some(at) = report.apiserver_stopped_at_s {
-            c.draw_series(LineSeries::new(
-                [(at / 60.0, 0.0), (at / 60.0, y_max)],
-                red.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?;
+            restart_line(&mut c, at, y_max)?;
         }
         root.present().map_err(|e| err(&e))?;
     }
@@ -632,6 +673,25 @@ mod tests {
             rss_mib: rss,
             reconciles: r,
         }
+    }
+
+    #[test]
+    fn cpu_usage_moves_within_eight_percent_and_only_in_millicores() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        for _ in 0..100 {
+            let mut o = json!({"containers": [
+                {"name": "a", "usage": {"cpu": "100m", "memory": "1Mi"}},
+                {"name": "b", "usage": {"cpu": "1"}}]});
+            move_cpu(&mut o, &mut rng);
+            let a = o["containers"][0]["usage"]["cpu"].as_str().unwrap();
+            let milli: i64 = a.strip_suffix('m').unwrap().parse().unwrap();
+            assert!((92..=108).contains(&milli), "{a}");
+            assert_eq!(o["containers"][0]["usage"]["memory"], "1Mi");
+            assert_eq!(o["containers"][1]["usage"]["cpu"], "1");
+        }
+        let mut none = json!({"kind": "PodMetrics"});
+        move_cpu(&mut none, &mut rng);
+        assert_eq!(none, json!({"kind": "PodMetrics"}));
     }
 
     #[test]
