@@ -135,16 +135,11 @@ async fn raw_list(
     let mut bytes = 0u64;
     let mut as_asked = true;
     loop {
-        let mut uri = format!("{path}?limit=500");
+        let mut pairs = vec![("limit", "500")];
         if !token.is_empty() {
-            uri.push_str("&continue=");
-            uri.push_str(
-                &token
-                    .replace('+', "%2B")
-                    .replace('/', "%2F")
-                    .replace('=', "%3D"),
-            );
+            pairs.push(("continue", token.as_str()));
         }
+        let uri = format!("{path}{}", hpa_protobuf::watcher::query(&pairs));
         let req = http::Request::get(&uri)
             .header(http::header::ACCEPT, accept)
             .body(kube::client::Body::empty())

@@ -178,28 +178,12 @@ async fn get(
     Ok((answer_of(&res)?, res))
 }
 
-fn query(pairs: &[(&str, &str)]) -> String {
-    let mut s = String::new();
-    for (k, v) in pairs {
-        s.push(if s.is_empty() { '?' } else { '&' });
-        s.push_str(k);
-        s.push('=');
-        s.push_str(&percent_encode(v));
-    }
-    s
-}
-
-/// Percent-encodes a query value (continue tokens are base64 with `=`, `+` and `/`).
-fn percent_encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+/// A request's query string, `?` included (values percent-encoded: continue tokens are base64
+/// with `=`, `+` and `/`).
+pub fn query(pairs: &[(&str, &str)]) -> String {
+    let mut q = form_urlencoded::Serializer::for_suffix(String::from("?"), 1);
+    q.extend_pairs(pairs);
+    q.finish()
 }
 
 /// One page of a list of `path` (`limit` and `continue` as an informer pages), decoded from
