@@ -156,6 +156,10 @@ enum Command {
         /// (its first pass writes every HPA's status).
         #[arg(long, default_value = "0s", value_name = "DURATION")]
         warmup: GoDuration,
+        /// With --dir: write a CPU profile of kube-apiserver over the measured window here
+        /// (its /debug/pprof/profile; read it with `go tool pprof -top FILE`).
+        #[arg(long, value_name = "FILE", requires = "dir")]
+        apiserver_profile: Option<PathBuf>,
         /// Controller flags (after `--`).
         #[arg(last = true, value_name = "CONTROLLER FLAGS")]
         controller_args: Vec<String>,
@@ -280,6 +284,7 @@ fn main() -> ExitCode {
             controller,
             baseline,
             warmup,
+            apiserver_profile,
             controller_args,
             ..
         } => real_bench_cmd(
@@ -288,6 +293,7 @@ fn main() -> ExitCode {
             binary,
             [warmup.to_std(), duration.to_std(), baseline.to_std()],
             json,
+            apiserver_profile,
             controller_args,
         ),
         Command::Bench {
@@ -303,6 +309,7 @@ fn main() -> ExitCode {
             controller: _,
             baseline: _,
             warmup: _,
+            apiserver_profile: _,
             controller_args,
         } => bench_cmd(BenchArgs {
             config: cluster.config("bench", false),
@@ -582,6 +589,7 @@ fn real_bench_cmd(
     binary: Option<PathBuf>,
     [warmup, duration, baseline]: [std::time::Duration; 3],
     json: bool,
+    apiserver_profile: Option<PathBuf>,
     flags: Vec<String>,
 ) -> ExitCode {
     use hpa_cluster::bench::{Controller, RealBenchConfig};
@@ -604,6 +612,7 @@ fn real_bench_cmd(
         warmup,
         duration,
         baseline,
+        apiserver_profile,
     };
     let result = runtime.block_on(async {
         let cluster = hpa_cluster::Cluster::open(dir)?;

@@ -65,6 +65,9 @@ pub struct RealBenchConfig {
     pub duration: Duration,
     /// The quiet window before the controller starts, measuring the cluster's own requests.
     pub baseline: Duration,
+    /// Where to write a CPU profile of kube-apiserver taken over the measured window (its
+    /// `/debug/pprof/profile`, gzipped protobuf, for `go tool pprof`); none when `None`.
+    pub apiserver_profile: Option<PathBuf>,
 }
 
 /// What a real-cluster bench measured (`hpactl bench --dir --json`); the keys shared with the
@@ -124,6 +127,10 @@ pub struct RealBenchReport {
     pub apiserver_idle_cpu_s_per_s: f64,
     /// etcd's CPU seconds per second in the quiet window.
     pub etcd_idle_cpu_s_per_s: f64,
+    /// The apiserver's own watch-cache consistency checks completed in the measured window,
+    /// by resource ([`consistency_checks`]): a check of a large resource inflates
+    /// `apiserver_cpu_s` and `etcd_cpu_s` whichever controller runs.
+    pub apiserver_consistency_checks: BTreeMap<String, u64>,
     /// Seconds from start until the controller was ready (`/healthz` ok).
     pub startup_s: f64,
 }
@@ -155,6 +162,43 @@ pub fn apiserver_requests(text: &str) -> BTreeMap<String, f64> {
         *out.entry(key).or_insert(0.0) += value;
     }
     out
+}
+
+/// `apiserver_storage_consistency_checks_total` by resource (`pods`, `deployments.apps`): the
+/// apiserver's own periodic re-reads of each resource from etcd, compared with its watch
+/// cache (the `DetectCacheInconsistency` feature, once every 5 to 7.5 minutes per resource).
+/// Neither controller's doing, but its CPU lands in whatever window it falls in: at 100,000
+/// pods one check of `pods` costs kube-apiserver about 5 s and etcd the LIST.
+pub fn consistency_checks(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (labels, value) in samples(text, "apiserver_storage_consistency_checks_total") {
+        let get = |k: &str| labels.get(k).map_or("", String::as_str);
+        let key = match get("group") {
+            "" => get("resource").to_string(),
+            group => format!("{}.{group}", get("resource")),
+        };
+        *out.entry(key).or_insert(0.0) += value;
+    }
+    out
+}
+
+/// What one scrape counted.
+struct Counters {
+    /// Requests by report key (the apiserver's and the metrics server's).
+    requests: BTreeMap<String, f64>,
+    /// Consistency checks by resource ([`consistency_checks`]).
+    consistency_checks: BTreeMap<String, f64>,
+}
+
+/// `after - before` by key, only the keys that grew.
+fn grown(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = (v - before.get(k).copied().unwrap_or(0.0)).round();
+            (n > 0.0).then(|| (k.clone(), n as u64))
+        })
+        .collect()
 }
 
 fn cpu_of(record: Option<&ProcessRecord>) -> f64 {
@@ -201,16 +245,55 @@ impl Cluster {
             })
     }
 
-    /// The apiserver's and the aggregated metrics server's request counters, by report key.
-    async fn request_counts(
+    /// A CPU profile of kube-apiserver over `duration` (`/debug/pprof/profile`, which the
+    /// apiserver serves to its administrator while `--profiling` is on, its default), written
+    /// to `path` as the apiserver sent it.
+    async fn apiserver_profile(
         &self,
         admin: &kube::Client,
-    ) -> Result<BTreeMap<String, f64>, ClusterError> {
-        let mut counts = apiserver_requests(&Self::get_text(admin, "/metrics").await?);
-        for (k, v) in metrics_server_requests(&self.metrics_server_counters().await?) {
-            *counts.entry(k).or_insert(0.0) += v;
+        duration: Duration,
+        path: &std::path::Path,
+    ) -> Result<(), ClusterError> {
+        use http_body_util::BodyExt as _;
+        let uri = format!("/debug/pprof/profile?seconds={}", duration.as_secs().max(1));
+        let api_err = |source: kube::Error| ClusterError::Api {
+            what: format!("GET {uri}"),
+            source: Box::new(source),
+        };
+        let req = http::Request::get(uri.as_str())
+            .body(kube::client::Body::empty())
+            .map_err(|e| api_err(kube::Error::Service(e.into())))?;
+        let res = admin.send(req).await.map_err(api_err)?;
+        let status = res.status();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| api_err(kube::Error::Service(e.into())))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(api_err(kube::Error::Service(
+                format!("{status}: {}", String::from_utf8_lossy(&body)).into(),
+            )));
         }
-        Ok(counts)
+        std::fs::write(path, &body).map_err(|source| ClusterError::File {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// The apiserver's and the aggregated metrics server's request counters by report key,
+    /// and the apiserver's consistency checks by resource.
+    async fn request_counts(&self, admin: &kube::Client) -> Result<Counters, ClusterError> {
+        let text = Self::get_text(admin, "/metrics").await?;
+        let mut requests = apiserver_requests(&text);
+        for (k, v) in metrics_server_requests(&self.metrics_server_counters().await?) {
+            *requests.entry(k).or_insert(0.0) += v;
+        }
+        Ok(Counters {
+            requests,
+            consistency_checks: consistency_checks(&text),
+        })
     }
 
     /// The reconciles a controller counted so far (0 before its first: a counter with labels
@@ -308,11 +391,12 @@ impl Cluster {
         let apiserver_idle_cpu_s_per_s = (cpu_of(apiserver.as_ref()) - quiet_cpu.0) / quiet_s;
         let etcd_idle_cpu_s_per_s = (cpu_of(etcd.as_ref()) - quiet_cpu.1) / quiet_s;
         let background_per_s: BTreeMap<String, f64> = quiet_end
+            .requests
             .iter()
             .map(|(k, v)| {
                 (
                     k.clone(),
-                    (v - quiet_start.get(k).copied().unwrap_or(0.0)) / quiet_s,
+                    (v - quiet_start.requests.get(k).copied().unwrap_or(0.0)) / quiet_s,
                 )
             })
             .filter(|(_, v)| *v > 0.0)
@@ -344,7 +428,16 @@ impl Cluster {
             let etcd_before = cpu_of(etcd.as_ref());
             let server_before = cpu_of(metrics_server.as_ref());
             let measuring = Instant::now();
-            tokio::time::sleep(config.duration).await;
+            match &config.apiserver_profile {
+                Some(path) => {
+                    let (_, profile) = tokio::join!(
+                        tokio::time::sleep(config.duration),
+                        self.apiserver_profile(&admin, config.duration, path)
+                    );
+                    profile?;
+                }
+                None => tokio::time::sleep(config.duration).await,
+            }
             let reconciles_after = self.reconciles(&serving).await;
             let (controller_after, hwm_kib) =
                 proc_usage(&record.pid.to_string()).unwrap_or((0.0, 0));
@@ -389,6 +482,9 @@ impl Cluster {
         ) = measured?;
         let run_s = duration_s;
 
+        let apiserver_consistency_checks =
+            grown(&before.consistency_checks, &after.consistency_checks);
+        let (before, after) = (before.requests, after.requests);
         let mut requests = BTreeMap::new();
         for (k, v) in &after {
             let delta = v
@@ -447,6 +543,7 @@ impl Cluster {
             etcd_cpu_s,
             apiserver_idle_cpu_s_per_s,
             etcd_idle_cpu_s_per_s,
+            apiserver_consistency_checks,
             startup_s,
         })
     }
@@ -478,5 +575,21 @@ apiserver_request_total{code="200",component="a\"b",dry_run="",group="autoscalin
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn reads_consistency_checks_by_resource() {
+        let text = r#"
+# TYPE apiserver_storage_consistency_checks_total counter
+apiserver_storage_consistency_checks_total{group="",resource="pods",status="success"} 3
+apiserver_storage_consistency_checks_total{group="",resource="pods",status="error"} 1
+apiserver_storage_consistency_checks_total{group="apps",resource="deployments",status="success"} 2
+"#;
+        let before = consistency_checks(text);
+        assert_eq!(before.get("pods"), Some(&4.0));
+        assert_eq!(before.get("deployments.apps"), Some(&2.0));
+        let after = consistency_checks(&text.replace("} 3", "} 4"));
+        let want: BTreeMap<String, u64> = [("pods".to_string(), 1)].into_iter().collect();
+        assert_eq!(grown(&before, &after), want);
     }
 }
