@@ -81,6 +81,12 @@ pub enum PendingReason {
     /// its history at its own reconcile times, so the same inputs can rightly be decided
     /// differently (the recorded scenarios check these decisions at upstream's own times).
     History,
+    /// Same target replicas and metric values, a different decision, and the pods changed
+    /// around it: this controller's decisions next to the one compared counted the HPA's pods
+    /// differently (ready, unready, missing, ignored; the ready pods an Object or External
+    /// `Value` target multiplies by). A status records no pod counts, so which pods the other
+    /// side counted is not known.
+    PodsChanged,
 }
 
 impl PendingReason {
@@ -92,6 +98,7 @@ impl PendingReason {
             PendingReason::MetricsChanged => "metrics_changed",
             PendingReason::MetricsUnrecorded => "metrics_unrecorded",
             PendingReason::History => "history",
+            PendingReason::PodsChanged => "pods_changed",
         }
     }
 }
@@ -174,6 +181,35 @@ fn their_metrics(status: &HorizontalPodAutoscalerStatus) -> Vec<Option<MetricVal
 
 fn our_metrics(trace: &DecisionTrace) -> Vec<Option<MetricValueStatus>> {
     trace.metrics.iter().map(|m| m.current.clone()).collect()
+}
+
+/// How a decision counted the HPA's pods, per metric: what the replica calculator's pod
+/// grouping (upstream's `groupPods`) and its ready-pod count read, which a status does not
+/// record.
+fn pod_view(trace: &DecisionTrace) -> Vec<PodView<'_>> {
+    trace
+        .metrics
+        .iter()
+        .map(|m| PodView {
+            counts: m
+                .pods
+                .as_ref()
+                .map(|p| [p.ready, p.unready_count, p.missing_count, p.ignored_count]),
+            named: m
+                .pods
+                .as_ref()
+                .map(|p| [&p.unready, &p.missing, &p.ignored]),
+            ready_pods: m.ready_pods,
+        })
+        .collect()
+}
+
+/// One metric's [`pod_view`].
+#[derive(PartialEq)]
+struct PodView<'a> {
+    counts: Option<[usize; 4]>,
+    named: Option<[&'a Vec<crate::trace::PodNote>; 3]>,
+    ready_pods: Option<i64>,
 }
 
 fn same_metrics(a: &[Option<MetricValueStatus>], b: &[Option<MetricValueStatus>]) -> bool {
@@ -280,12 +316,12 @@ pub fn compare(
             latest_side,
         );
     }
-    let matched = ours.iter().rev().find(|t| {
+    let matched_at = ours.iter().rposition(|t| {
         t.target.read
             && t.target.spec_replicas == their_side.current_replicas
             && same_metrics(&our_metrics(t), &their_values)
     });
-    let Some(matched) = matched else {
+    let Some(at) = matched_at else {
         let replicas_seen = ours
             .iter()
             .any(|t| t.target.read && t.target.spec_replicas == their_side.current_replicas);
@@ -313,6 +349,7 @@ pub fn compare(
             )
         };
     };
+    let matched = &ours[at];
     let our_side = side_of(matched);
     let mut differences = Vec::new();
     if our_side.desired_replicas != their_side.desired_replicas {
@@ -338,6 +375,23 @@ pub fn compare(
         "same inputs (target at {} replicas, the same metric values; this controller decided at {})",
         our_side.current_replicas, matched.time
     );
+    // A difference while the pods changed: this controller's decision just before the one
+    // compared, or any after it, counted the pods otherwise. The other side reconciled
+    // somewhere in that stretch, with a pod view its status does not record.
+    let neighbours = &ours[at.saturating_sub(1)..];
+    let view = pod_view(matched);
+    if !differences.is_empty() && neighbours.iter().any(|t| pod_view(t) != view) {
+        let summary = format!(
+            "{basis}: not compared: the pods changed around this decision (this controller's decisions next to it counted them otherwise) and a status does not record which pods the other controller counted: {}",
+            differences.join("; ")
+        );
+        return ShadowComparison {
+            pending: Some(PendingReason::PodsChanged),
+            differences,
+            trace: Some(matched.clone()),
+            ..pending(PendingReason::PodsChanged, summary, our_side)
+        };
+    }
     // A difference where either side was held by its history, with the same metric verdict
     // (ScalingActive): not a difference in how the inputs were read.
     let held = |c: &[String]| c.iter().any(|r| HISTORY_REASONS.contains(&r.as_str()));
@@ -729,6 +783,48 @@ mod tests {
         // Without a history reason on either side it is a difference.
         let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[ours(4, 100, 3)]);
         assert_eq!(c.result, ShadowResult::Differ);
+    }
+
+    #[test]
+    fn a_difference_while_the_pods_changed_is_not_compared() {
+        // The other side decided 10 at 6 replicas. Our decision from the same inputs counted
+        // 3 ready pods; the next one (after its rescale) counted 6: it reconciled in between.
+        let mut before = ours(6, 100, 6);
+        before.metrics[0].ready_pods = Some(3);
+        let mut after = ours(10, 100, 10);
+        after.metrics[0].ready_pods = Some(6);
+        let status = theirs(6, 10, 100, OK);
+        let c = compare("ns/a", now(), &status, 10, &[before.clone(), after]);
+        assert_eq!(c.result, ShadowResult::Pending, "{}", c.summary);
+        assert_eq!(c.pending, Some(PendingReason::PodsChanged));
+        assert_eq!(c.ours.desired_replicas, 6);
+        assert!(!c.differences.is_empty());
+        // The pods changed just before the decision compared: likewise.
+        let mut earlier = ours(6, 90, 6);
+        earlier.metrics[0].ready_pods = Some(2);
+        let c = compare("ns/a", now(), &status, 10, &[earlier, before.clone()]);
+        assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
+        // The same pods all along: a difference.
+        let mut same = ours(10, 100, 10);
+        same.metrics[0].ready_pods = Some(3);
+        let c = compare("ns/a", now(), &status, 10, &[before.clone(), same]);
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+        // Pods that changed earlier than the decision before the one compared do not count.
+        let mut long_ago = ours(6, 80, 6);
+        long_ago.metrics[0].ready_pods = Some(1);
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            6,
+            &[long_ago, before.clone(), before.clone()],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+        // Agreement is agreement, whatever the pods did.
+        let mut agreed = ours(6, 100, 10);
+        agreed.metrics[0].ready_pods = Some(3);
+        let c = compare("ns/a", now(), &status, 10, &[agreed, ours(10, 100, 10)]);
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
     }
 
     #[test]
