@@ -375,25 +375,13 @@ pub fn compare(
         "same inputs (target at {} replicas, the same metric values; this controller decided at {})",
         our_side.current_replicas, matched.time
     );
-    // A difference while the pods changed: this controller's decision just before the one
-    // compared, or any after it, counted the pods otherwise. The other side reconciled
-    // somewhere in that stretch, with a pod view its status does not record.
+    // A difference on an input the status does not record. The pods changed: this
+    // controller's decision just before the one compared, or any after it, counted the pods
+    // otherwise (the other side reconciled somewhere in that stretch, with a pod view its
+    // status does not record). Or either side was held by its history, with the same metric
+    // verdict (ScalingActive): not a difference in how the inputs were read.
     let neighbours = &ours[at.saturating_sub(1)..];
     let view = pod_view(matched);
-    if !differences.is_empty() && neighbours.iter().any(|t| pod_view(t) != view) {
-        let summary = format!(
-            "{basis}: not compared: the pods changed around this decision (this controller's decisions next to it counted them otherwise) and a status does not record which pods the other controller counted: {}",
-            differences.join("; ")
-        );
-        return ShadowComparison {
-            pending: Some(PendingReason::PodsChanged),
-            differences,
-            trace: Some(matched.clone()),
-            ..pending(PendingReason::PodsChanged, summary, our_side)
-        };
-    }
-    // A difference where either side was held by its history, with the same metric verdict
-    // (ScalingActive): not a difference in how the inputs were read.
     let held = |c: &[String]| c.iter().any(|r| HISTORY_REASONS.contains(&r.as_str()));
     let active = |c: &[String]| -> Vec<String> {
         c.iter()
@@ -401,19 +389,29 @@ pub fn compare(
             .cloned()
             .collect()
     };
-    if !differences.is_empty()
-        && (held(&our_side.conditions) || held(&their_side.conditions))
+    let unrecorded = if differences.is_empty() {
+        None
+    } else if neighbours.iter().any(|t| pod_view(t) != view) {
+        Some((
+            PendingReason::PodsChanged,
+            "the pods changed around this decision (this controller's decisions next to it counted them otherwise) and a status does not record which pods the other controller counted",
+        ))
+    } else if (held(&our_side.conditions) || held(&their_side.conditions))
         && active(&our_side.conditions) == active(&their_side.conditions)
     {
-        let summary = format!(
-            "{basis}: not compared: a decision held by its history (stabilization window or policy period), which each controller fills at its own reconcile times: {}",
-            differences.join("; ")
-        );
+        Some((
+            PendingReason::History,
+            "a decision held by its history (stabilization window or policy period), which each controller fills at its own reconcile times",
+        ))
+    } else {
+        None
+    };
+    if let Some((reason, why)) = unrecorded {
+        let summary = format!("{basis}: not compared: {why}: {}", differences.join("; "));
         return ShadowComparison {
-            pending: Some(PendingReason::History),
             differences,
             trace: Some(matched.clone()),
-            ..pending(PendingReason::History, summary, our_side)
+            ..pending(reason, summary, our_side)
         };
     }
     let (result, summary) = if differences.is_empty() {
