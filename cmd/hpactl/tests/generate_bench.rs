@@ -142,6 +142,8 @@ fn bench_smoke_prints_the_documented_keys() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["pods"], 4);
     assert_eq!(v["pods_per_list"], 2);
+    assert_eq!(v["pods_per_namespace_list"], 4);
+    assert!(v["pod_metrics_namespace_lists_per_s"].as_f64().unwrap() > 0.0);
 }
 
 /// With the controller binary, the bench reads the reconciles it counted from its `/metrics`
