@@ -87,6 +87,10 @@ pub enum PendingReason {
     /// `Value` target multiplies by). A status records no pod counts, so which pods the other
     /// side counted is not known.
     PodsChanged,
+    /// Same inputs, a different decision, and the HPA's spec changed around it (its
+    /// `metadata.generation`): the other side's status may come from the spec before, which
+    /// a status records only from 1.37 (`status.observedGeneration`, then matched exactly).
+    SpecChanged,
 }
 
 impl PendingReason {
@@ -99,6 +103,7 @@ impl PendingReason {
             PendingReason::MetricsUnrecorded => "metrics_unrecorded",
             PendingReason::History => "history",
             PendingReason::PodsChanged => "pods_changed",
+            PendingReason::SpecChanged => "spec_changed",
         }
     }
 }
@@ -316,11 +321,30 @@ pub fn compare(
             latest_side,
         );
     }
-    let matched_at = ours.iter().rposition(|t| {
+    // The spec it decided from, where its status records it (1.37's observedGeneration).
+    let their_generation = theirs.observed_generation;
+    let same_spec = |t: &DecisionTrace| match (their_generation, t.generation) {
+        (Some(g), Some(ours)) => g == ours,
+        _ => true,
+    };
+    let same_values = |t: &DecisionTrace| {
         t.target.read
             && t.target.spec_replicas == their_side.current_replicas
             && same_metrics(&our_metrics(t), &their_values)
-    });
+    };
+    let same_inputs = |t: &DecisionTrace| same_values(t) && same_spec(t);
+    let matched_at = ours.iter().rposition(same_inputs);
+    if matched_at.is_none() && ours.iter().any(same_values) {
+        return pending(
+            PendingReason::SpecChanged,
+            format!(
+                "not compared: the other controller's status was computed from generation {} of the HPA's spec, which none of this controller's last {} decisions with the same inputs read",
+                their_generation.unwrap_or_default(),
+                ours.len()
+            ),
+            latest_side,
+        );
+    }
     let Some(at) = matched_at else {
         let replicas_seen = ours
             .iter()
@@ -375,14 +399,71 @@ pub fn compare(
         "same inputs (target at {} replicas, the same metric values; this controller decided at {})",
         our_side.current_replicas, matched.time
     );
-    // A difference on an input the status does not record. The pods changed: this
-    // controller's decision just before the one compared, or any after it, counted the pods
-    // otherwise (the other side reconciled somewhere in that stretch, with a pod view its
-    // status does not record). Or either side was held by its history, with the same metric
-    // verdict (ScalingActive): not a difference in how the inputs were read.
-    let neighbours = &ours[at.saturating_sub(1)..];
+    // A difference on an input the status does not record. The pods changed: a decision of
+    // this controller in the stretch where the other side may have reconciled counted the
+    // pods otherwise (its status does not record which pods it counted). That stretch is
+    // every decision made from the same inputs up to the one compared (the other side writes
+    // a status only when it changes, so its last reconcile with these inputs is anywhere in
+    // there), the one just before it, and all after it. Or either side was held by its
+    // history, with the same metric verdict (ScalingActive): not a difference in how the
+    // inputs were read.
+    let run_start = ours[..at]
+        .iter()
+        .rposition(|t| !same_inputs(t))
+        .map_or(0, |i| i + 1);
+    let neighbours = &ours[run_start.min(at.saturating_sub(1))..];
     let view = pod_view(matched);
+    // The spec changed in that stretch (an edit between the other side's reconcile and this
+    // controller's): its status may come from the spec before.
+    if !differences.is_empty()
+        && their_generation.is_none()
+        && neighbours
+            .iter()
+            .any(|t| t.generation != matched.generation)
+    {
+        let summary = format!(
+            "{basis}: not compared: the HPA's spec changed around this decision (its generation), and a status from before 1.37 does not record which spec the other controller decided from: {}",
+            differences.join("; ")
+        );
+        return ShadowComparison {
+            differences,
+            trace: Some(matched.clone()),
+            ..pending(PendingReason::SpecChanged, summary, our_side)
+        };
+    }
+    // While the pods changed, a decision of that stretch from the same inputs that counted
+    // the pods otherwise than the one compared and decided as the other side did is an
+    // agreement: the other side counted them as that one did.
+    let alike = || {
+        ours[run_start..at]
+            .iter()
+            .rev()
+            .find(|t| pod_view(t) != view && side_of(t) == their_side)
+    };
+    if let Some(alike) = (!differences.is_empty()).then(alike).flatten() {
+        return ShadowComparison {
+            hpa: hpa.to_owned(),
+            time,
+            result: ShadowResult::Agree,
+            pending: None,
+            summary: format!(
+                "same inputs (target at {} replicas, the same metric values), while the pods changed: this controller's decision at {} counted them otherwise than its latest from these inputs, and both decided {} replicas with the same condition reasons",
+                our_side.current_replicas, alike.time, alike.desired_replicas
+            ),
+            differences: Vec::new(),
+            ours: side_of(alike),
+            theirs: their_side,
+            trace: Some(alike.clone()),
+        };
+    }
     let held = |c: &[String]| c.iter().any(|r| HISTORY_REASONS.contains(&r.as_str()));
+    // Held by its stabilization window even where the conditions no longer say so: a
+    // rescale's AbleToScale=SucceededRescale replaces the ScaleDownStabilized it set.
+    let stabilized = matched
+        .stabilization
+        .as_ref()
+        .zip(matched.prenormalized)
+        .is_some_and(|(s, p)| s.stabilized != p);
     let active = |c: &[String]| -> Vec<String> {
         c.iter()
             .filter(|r| r.starts_with("ScalingActive="))
@@ -396,7 +477,7 @@ pub fn compare(
             PendingReason::PodsChanged,
             "the pods changed around this decision (this controller's decisions next to it counted them otherwise) and a status does not record which pods the other controller counted",
         ))
-    } else if (held(&our_side.conditions) || held(&their_side.conditions))
+    } else if (stabilized || held(&our_side.conditions) || held(&their_side.conditions))
         && active(&our_side.conditions) == active(&their_side.conditions)
     {
         Some((
@@ -823,6 +904,136 @@ mod tests {
         agreed.metrics[0].ready_pods = Some(3);
         let c = compare("ns/a", now(), &status, 10, &[agreed, ours(10, 100, 10)]);
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+    }
+
+    #[test]
+    fn the_pods_are_compared_over_every_decision_from_the_same_inputs() {
+        // The other side decided 10 at 6 replicas and wrote it once; it reconciled again
+        // later without a new status, so it may have decided anywhere in our decisions from
+        // those inputs.
+        let status = theirs(6, 10, 100, OK);
+        let with_ready = |desired: i32, ready: i64| {
+            let mut t = ours(6, 100, desired);
+            t.metrics[0].ready_pods = Some(ready);
+            t
+        };
+        // The pods changed early in that stretch, further back than the decision just
+        // before the one compared: not compared.
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            10,
+            &[with_ready(6, 6), with_ready(6, 3), with_ready(6, 3)],
+        );
+        assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
+        // A decision of that stretch that counted the pods otherwise decided as it did: agree,
+        // with that decision as ours.
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            10,
+            &[with_ready(10, 6), with_ready(6, 3), with_ready(6, 3)],
+        );
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+        assert_eq!(c.ours.desired_replicas, 10);
+        assert!(c.differences.is_empty());
+        assert_eq!(c.trace.unwrap().metrics[0].ready_pods, Some(6));
+        // One that decided as it did with the pods counted as the one compared (so it was
+        // something else, the history, that decided): not an agreement.
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            10,
+            &[with_ready(10, 3), with_ready(6, 6), with_ready(6, 3)],
+        );
+        assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
+        // Nor one made from other inputs.
+        let mut other = with_ready(10, 6);
+        other.metrics[0].current = Some(cpu(90));
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            10,
+            &[other, with_ready(6, 3), with_ready(6, 3)],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+    }
+
+    #[test]
+    fn a_difference_across_a_spec_edit_is_not_compared() {
+        // The other side decided 4 at 4 replicas from the spec before an edit (generation 1);
+        // this controller's decisions from the same values read generation 2.
+        let status = theirs(4, 4, 100, OK);
+        let with_generation = |desired: i32, generation: i64| {
+            let mut t = ours(4, 100, desired);
+            t.generation = Some(generation);
+            t
+        };
+        // A status without observedGeneration (before 1.37): the generation changed in the
+        // stretch compared.
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            4,
+            &[with_generation(4, 1), with_generation(6, 2)],
+        );
+        assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
+        // Without an edit there it is a difference.
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            4,
+            &[with_generation(6, 2), with_generation(6, 2)],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+        // With observedGeneration the decision from that generation is the one compared.
+        let mut recorded = status.clone();
+        recorded.observed_generation = Some(1);
+        let c = compare(
+            "ns/a",
+            now(),
+            &recorded,
+            4,
+            &[with_generation(4, 1), with_generation(6, 2)],
+        );
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+        // ... and none from it: not compared, whatever the others decided.
+        let c = compare(
+            "ns/a",
+            now(),
+            &recorded,
+            4,
+            &[with_generation(6, 2), with_generation(6, 2)],
+        );
+        assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
+        assert_eq!(c.result, ShadowResult::Pending);
+    }
+
+    #[test]
+    fn a_decision_its_stabilization_window_raised_is_held_by_history() {
+        // The metrics asked for 4; a recommendation of 6 in this controller's window made it
+        // 6, and the rescale's SucceededRescale hides the ScaleDownStabilized it set.
+        let mut held = ours(4, 100, 6);
+        held.prenormalized = Some(4);
+        held.stabilization = Some(
+            serde_json::from_value(serde_json::json!({
+                "upWindowSeconds": 0, "downWindowSeconds": 300,
+                "recommendations": [], "stabilized": 6, "reason": "ScaleDownStabilized"
+            }))
+            .unwrap(),
+        );
+        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[held.clone()]);
+        assert_eq!(c.pending, Some(PendingReason::History), "{}", c.summary);
+        // Not held (the window gave what the metrics asked for): a difference.
+        held.prenormalized = Some(6);
+        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[held]);
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub struct DecisionTrace {
     /// `hpactl explain` against a cluster) rather than a running controller's decision.
     #[serde(default)]
     pub without_history: bool,
+    /// The HPA's `metadata.generation` as the reconcile read it (the spec it decided from;
+    /// absent for an HPA without one, and in traces written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
     /// The scale target as read.
     pub target: TargetTrace,
     /// `spec.minReplicas` (defaulted) and `spec.maxReplicas`.
@@ -602,6 +606,7 @@ impl DecisionTrace {
             hpa: decision.key.clone(),
             time: decision.now,
             without_history: false,
+            generation: ctx.hpa.metadata.generation,
             target: TargetTrace {
                 reference: decision.reference.clone(),
                 spec_replicas: decision.current_replicas,
@@ -661,6 +666,7 @@ impl DecisionTrace {
             hpa: key.to_owned(),
             time: now,
             without_history: false,
+            generation: hpa.metadata.generation,
             target: TargetTrace {
                 reference: hpa_decision::decision::scale_target_reference(hpa),
                 spec_replicas: 0,
