@@ -61,7 +61,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$bin/kube-hpa-controller" --kubeconfig "$dir/controller.kubeconfig" --shadow \
     "${flags[@]}" --bind-address=127.0.0.1 --secure-port="$port" --cert-dir="$dir/shadow-certs" \
     --authorization-always-allow-paths=/metrics,/debug/shadow,/healthz,/readyz \
-    --v=2 >"$dir/logs/kube-hpa-controller.log" 2>&1 &
+    --v=4 >"$dir/logs/kube-hpa-controller.log" 2>&1 &
 controller_pid=$!
 
 "$bin/hpactl" drive --dir "$dir" --seed "$seed" --hpas "$hpas" --duration "$duration" \

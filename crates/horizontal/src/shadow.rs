@@ -209,6 +209,29 @@ fn pod_view(trace: &DecisionTrace) -> Vec<PodView<'_>> {
         .collect()
 }
 
+/// A decision's time, pod counts per metric (ready/unready/missing/ignored, or the ready
+/// pods of a `Value` target) and desired replicas, in a few words.
+fn describe_pods(t: &DecisionTrace) -> String {
+    let metrics: Vec<String> = t
+        .metrics
+        .iter()
+        .map(|m| match (&m.pods, m.ready_pods) {
+            (Some(p), _) => format!(
+                "{}/{}/{}/{}",
+                p.ready, p.unready_count, p.missing_count, p.ignored_count
+            ),
+            (None, Some(r)) => format!("ready {r}"),
+            (None, None) => "-".to_owned(),
+        })
+        .collect();
+    format!(
+        "{} [{}] -> {}",
+        t.time,
+        metrics.join(" "),
+        t.desired_replicas
+    )
+}
+
 /// One metric's [`pod_view`].
 #[derive(PartialEq)]
 struct PodView<'a> {
@@ -488,7 +511,16 @@ pub fn compare(
         None
     };
     if let Some((reason, why)) = unrecorded {
-        let summary = format!("{basis}: not compared: {why}: {}", differences.join("; "));
+        let mut summary = format!("{basis}: not compared: {why}: {}", differences.join("; "));
+        if reason == PendingReason::PodsChanged {
+            // What each decision of the stretch counted and decided, to read back from the
+            // log (V(4)) why none decided as the other side did.
+            let counted: Vec<String> = neighbours.iter().map(describe_pods).collect();
+            summary.push_str(&format!(
+                "; this controller's decisions: {}",
+                counted.join(", ")
+            ));
+        }
         return ShadowComparison {
             differences,
             trace: Some(matched.clone()),
@@ -877,6 +909,13 @@ mod tests {
         assert_eq!(c.result, ShadowResult::Pending, "{}", c.summary);
         assert_eq!(c.pending, Some(PendingReason::PodsChanged));
         assert_eq!(c.ours.desired_replicas, 6);
+        // The summary says what each decision there counted and decided.
+        assert!(
+            c.summary
+                .contains("this controller's decisions: 2026-01-01T00:00:00Z [ready 3] -> 6, 2026-01-01T00:00:00Z [ready 6] -> 10"),
+            "{}",
+            c.summary
+        );
         assert!(!c.differences.is_empty());
         // The pods changed just before the decision compared: likewise.
         let mut earlier = ours(6, 90, 6);
