@@ -437,15 +437,15 @@ pub fn compare(
     let neighbours = &ours[run_start.min(at.saturating_sub(1))..];
     let view = pod_view(matched);
     // The spec changed in that stretch (an edit between the other side's reconcile and this
-    // controller's): its status may come from the spec before.
+    // controller's; by generation, or by the spec's fingerprint where the API server keeps no
+    // generation for HPAs): its status may come from the spec before.
+    let spec = |t: &DecisionTrace| (t.generation, t.spec_fingerprint.clone());
     if !differences.is_empty()
         && their_generation.is_none()
-        && neighbours
-            .iter()
-            .any(|t| t.generation != matched.generation)
+        && neighbours.iter().any(|t| spec(t) != spec(matched))
     {
         let summary = format!(
-            "{basis}: not compared: the HPA's spec changed around this decision (its generation), and a status from before 1.37 does not record which spec the other controller decided from: {}",
+            "{basis}: not compared: the HPA's spec changed around this decision, and a status from before 1.37 does not record which spec the other controller decided from: {}",
             differences.join("; ")
         );
         return ShadowComparison {
@@ -1029,6 +1029,28 @@ mod tests {
             &status,
             4,
             &[with_generation(6, 2), with_generation(6, 2)],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+        // An API server without HPA generations (before 1.37): the spec's fingerprint tells.
+        let with_spec = |desired: i32, spec: &str| {
+            let mut t = ours(4, 100, desired);
+            t.spec_fingerprint = Some(spec.to_owned());
+            t
+        };
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            4,
+            &[with_spec(4, "a"), with_spec(6, "b")],
+        );
+        assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            4,
+            &[with_spec(6, "b"), with_spec(6, "b")],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
         // With observedGeneration the decision from that generation is the one compared.

@@ -51,6 +51,11 @@ pub struct DecisionTrace {
     /// absent for an HPA without one, and in traces written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// A fingerprint of the HPA's `spec` as the reconcile read it (16 hex digits; equal for
+    /// equal specs within one build of this controller): tells an edit apart where the API
+    /// server keeps no `metadata.generation` for HPAs (before 1.37).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_fingerprint: Option<String>,
     /// The scale target as read.
     pub target: TargetTrace,
     /// `spec.minReplicas` (defaulted) and `spec.maxReplicas`.
@@ -418,6 +423,16 @@ fn branch_str(b: Branch) -> &'static str {
     }
 }
 
+/// [`DecisionTrace::spec_fingerprint`]: a hash of the spec's JSON.
+pub fn spec_fingerprint(hpa: &HorizontalPodAutoscaler) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&hpa.spec)
+        .unwrap_or_default()
+        .hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
 impl DecisionTrace {
     /// The trace of one reconcile: `decision` and the `outcome` it rendered.
     pub fn new(decision: &Decision, outcome: &Outcome, ctx: TraceContext<'_>) -> Self {
@@ -607,6 +622,7 @@ impl DecisionTrace {
             time: decision.now,
             without_history: false,
             generation: ctx.hpa.metadata.generation,
+            spec_fingerprint: Some(spec_fingerprint(ctx.hpa)),
             target: TargetTrace {
                 reference: decision.reference.clone(),
                 spec_replicas: decision.current_replicas,
@@ -667,6 +683,7 @@ impl DecisionTrace {
             time: now,
             without_history: false,
             generation: hpa.metadata.generation,
+            spec_fingerprint: Some(spec_fingerprint(hpa)),
             target: TargetTrace {
                 reference: hpa_decision::decision::scale_target_reference(hpa),
                 spec_replicas: 0,
