@@ -13,11 +13,12 @@
 # differences (/debug/shadow). Prints a table and writes the JSON to OUT.json if given.
 # Defaults: HPAS 100, DURATION 30m, SEED 7. Exits 1 when any comparison differed.
 # Both controllers get --kube-api-qps=100 --kube-api-burst=200 (SHADOW_KUBE_API_QPS=N sets
-# the QPS, burst twice that; 0 keeps client-go's defaults).
+# the QPS, burst twice that; 0 keeps client-go's defaults). This controller logs at --v=4, each
+# comparison (SHADOW_CONTROLLER_V sets it); SHADOW_KEEP_LOGS=DIR keeps all the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[[ $# -ge 1 ]] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 version=${1#v}
 hpas=${2:-100}
 duration=${3:-30m}
@@ -61,7 +62,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$bin/kube-hpa-controller" --kubeconfig "$dir/controller.kubeconfig" --shadow \
     "${flags[@]}" --bind-address=127.0.0.1 --secure-port="$port" --cert-dir="$dir/shadow-certs" \
     --authorization-always-allow-paths=/metrics,/debug/shadow,/healthz,/readyz \
-    --v=4 >"$dir/logs/kube-hpa-controller.log" 2>&1 &
+    --v="${SHADOW_CONTROLLER_V:-4}" >"$dir/logs/kube-hpa-controller.log" 2>&1 &
 controller_pid=$!
 
 "$bin/hpactl" drive --dir "$dir" --seed "$seed" --hpas "$hpas" --duration "$duration" \
