@@ -1007,71 +1007,38 @@ mod tests {
         // The other side decided 4 at 4 replicas from the spec before an edit (generation 1);
         // this controller's decisions from the same values read generation 2.
         let status = theirs(4, 4, 100, OK);
-        let with_generation = |desired: i32, generation: i64| {
+        // A decision at 4 replicas from spec generation `generation` or fingerprint `spec`.
+        let from = |desired: i32, generation: Option<i64>, spec: Option<&str>| {
             let mut t = ours(4, 100, desired);
-            t.generation = Some(generation);
+            t.generation = generation;
+            t.spec_fingerprint = spec.map(str::to_owned);
             t
+        };
+        let gen1 = || from(4, Some(1), None);
+        let gen2 = || from(6, Some(2), None);
+        let check = |status: &HorizontalPodAutoscalerStatus, ours: &[DecisionTrace]| {
+            compare("ns/a", now(), status, 4, ours)
         };
         // A status without observedGeneration (before 1.37): the generation changed in the
         // stretch compared.
-        let c = compare(
-            "ns/a",
-            now(),
-            &status,
-            4,
-            &[with_generation(4, 1), with_generation(6, 2)],
-        );
+        let c = check(&status, &[gen1(), gen2()]);
         assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
         // Without an edit there it is a difference.
-        let c = compare(
-            "ns/a",
-            now(),
-            &status,
-            4,
-            &[with_generation(6, 2), with_generation(6, 2)],
-        );
+        let c = check(&status, &[gen2(), gen2()]);
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
         // An API server without HPA generations (before 1.37): the spec's fingerprint tells.
-        let with_spec = |desired: i32, spec: &str| {
-            let mut t = ours(4, 100, desired);
-            t.spec_fingerprint = Some(spec.to_owned());
-            t
-        };
-        let c = compare(
-            "ns/a",
-            now(),
-            &status,
-            4,
-            &[with_spec(4, "a"), with_spec(6, "b")],
-        );
+        let spec_b = || from(6, None, Some("b"));
+        let c = check(&status, &[from(4, None, Some("a")), spec_b()]);
         assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
-        let c = compare(
-            "ns/a",
-            now(),
-            &status,
-            4,
-            &[with_spec(6, "b"), with_spec(6, "b")],
-        );
+        let c = check(&status, &[spec_b(), spec_b()]);
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
         // With observedGeneration the decision from that generation is the one compared.
         let mut recorded = status.clone();
         recorded.observed_generation = Some(1);
-        let c = compare(
-            "ns/a",
-            now(),
-            &recorded,
-            4,
-            &[with_generation(4, 1), with_generation(6, 2)],
-        );
+        let c = check(&recorded, &[gen1(), gen2()]);
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
         // ... and none from it: not compared, whatever the others decided.
-        let c = compare(
-            "ns/a",
-            now(),
-            &recorded,
-            4,
-            &[with_generation(6, 2), with_generation(6, 2)],
-        );
+        let c = check(&recorded, &[gen2(), gen2()]);
         assert_eq!(c.pending, Some(PendingReason::SpecChanged), "{}", c.summary);
         assert_eq!(c.result, ShadowResult::Pending);
     }
