@@ -247,6 +247,70 @@ fn same_metrics(a: &[Option<MetricValueStatus>], b: &[Option<MetricValueStatus>]
     norm(a) == norm(b)
 }
 
+/// How long after the other side's rescale this controller still decides "at its moment"
+/// ([`their_rescale`]): beyond it, the history kept since has moved on too far to stand for
+/// the history at that moment.
+pub const THEIR_RESCALE_RECENT: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+
+/// The other side's last rescale, as its status records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TheirRescale {
+    /// The target's replicas it read (`status.currentReplicas`).
+    pub from: i32,
+    /// The replicas it scaled to (`status.desiredReplicas`).
+    pub to: i32,
+    /// When it stored the scale event, as well as the status tells (see [`their_rescale`]).
+    pub scaled_at: Timestamp,
+    /// The earliest and the latest moment it can have decided at, oldest first (one when
+    /// they coincide).
+    pub moments: Vec<Timestamp>,
+}
+
+/// The other side's last rescale, when its status (`theirs`, read at `now`) says it has just
+/// rescaled the target to the `target_now` replicas: an `AbleToScale=SucceededRescale`
+/// condition, `desiredReplicas` other than `currentReplicas` and equal to the target's, and
+/// a `lastScaleTime` at most [`THEIR_RESCALE_RECENT`] old.
+///
+/// Upstream takes `time.Now()` for its stabilization window and policy periods while
+/// deciding, again for the scale event it stores after the scale write, and again for
+/// `lastScaleTime` (`setStatus`), which the API writes to the second. So it decided within
+/// `[lastScaleTime, lastScaleTime + 1 s)` (less the scale write's latency): the moments are
+/// both ends of that second (the later one no later than `now`), and the scale event is
+/// put at its middle.
+pub fn their_rescale(
+    theirs: &HorizontalPodAutoscalerStatus,
+    target_now: i32,
+    now: Timestamp,
+) -> Option<TheirRescale> {
+    let rescaled = theirs.conditions.as_deref().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.type_ == "AbleToScale" && c.reason.as_deref() == Some("SucceededRescale"))
+    });
+    let from = theirs.current_replicas.unwrap_or(0);
+    let to = theirs.desired_replicas;
+    let at = theirs.last_scale_time.as_ref()?.0;
+    if !rescaled
+        || from == to
+        || target_now != to
+        || at > now
+        || now.duration_since(at) > THEIR_RESCALE_RECENT
+    {
+        return None;
+    }
+    let second = jiff::SignedDuration::from_secs(1);
+    let latest = (at + second - jiff::SignedDuration::from_nanos(1)).min(now);
+    let mut moments = vec![at];
+    if latest > at {
+        moments.push(latest);
+    }
+    Some(TheirRescale {
+        from,
+        to,
+        scaled_at: (at + second / 2).min(now),
+        moments,
+    })
+}
+
 /// Compare this controller's decisions with the other side's last status.
 ///
 /// `theirs` is the HPA status as read at the start of the reconcile (written by the active
@@ -255,12 +319,19 @@ fn same_metrics(a: &[Option<MetricValueStatus>], b: &[Option<MetricValueStatus>]
 /// The decision compared is the newest of `ours` made from the inputs the other side
 /// recorded (the same target replicas and metric values); without one, the other side has
 /// not run since the inputs changed and the result is [`ShadowResult::Pending`].
+///
+/// `at_their_moment` are this controller's decisions made, but not kept, at the moments the
+/// other side's last rescale can have been decided at ([`their_rescale`]), from the replicas
+/// it scaled from and the history as it stood then: one made from the same inputs that
+/// decided as the other side did is an agreement (a decision held by a stabilization window
+/// or a policy period depends on the moment it is made).
 pub fn compare(
     hpa: &str,
     time: Timestamp,
     theirs: &HorizontalPodAutoscalerStatus,
     target_now: i32,
     ours: &[DecisionTrace],
+    at_their_moment: &[DecisionTrace],
 ) -> ShadowComparison {
     let their_conds = their_conditions(theirs);
     let current = theirs.current_replicas.unwrap_or(0);
@@ -356,6 +427,25 @@ pub fn compare(
             && same_metrics(&our_metrics(t), &their_values)
     };
     let same_inputs = |t: &DecisionTrace| same_values(t) && same_spec(t);
+    if let Some(alike) = at_their_moment
+        .iter()
+        .find(|t| same_inputs(t) && side_of(t) == their_side)
+    {
+        return ShadowComparison {
+            hpa: hpa.to_owned(),
+            time,
+            result: ShadowResult::Agree,
+            pending: None,
+            summary: format!(
+                "same inputs (target at {} replicas, the same metric values) at the other controller's moment: decided at {}, within the second its lastScaleTime records, this controller also scales to {} replicas with the same condition reasons",
+                their_side.current_replicas, alike.time, alike.desired_replicas
+            ),
+            differences: Vec::new(),
+            ours: side_of(alike),
+            theirs: their_side,
+            trace: Some(alike.clone()),
+        };
+    }
     let matched_at = ours.iter().rposition(same_inputs);
     if matched_at.is_none() && ours.iter().any(same_values) {
         return pending(
@@ -675,6 +765,15 @@ impl ShadowStore {
         outcomes
     }
 
+    /// Whether a comparison with the status of fingerprint `status` of `key` has agreed or
+    /// differed already (the status is settled: no further comparison counts for it).
+    pub fn is_decided(&self, key: &str, status: u64) -> bool {
+        self.records.get(key).is_some_and(|r| {
+            r.status
+                .is_some_and(|s| s.fingerprint == status && s.decided)
+        })
+    }
+
     /// Every HPA's record, sorted by key.
     pub fn all(&self) -> Vec<(String, ShadowRecord)> {
         let mut out: Vec<(String, ShadowRecord)> = self
@@ -790,6 +889,7 @@ mod tests {
             &theirs(2, 4, 100, OK),
             4,
             &[ours(2, 100, 4), ours(4, 50, 4)],
+            &[],
         );
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
         assert_eq!(c.ours.current_replicas, 2);
@@ -798,7 +898,14 @@ mod tests {
 
     #[test]
     fn differ_names_each_difference() {
-        let c = compare("ns/a", now(), &theirs(2, 2, 100, OK), 2, &[ours(2, 100, 4)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 100, OK),
+            2,
+            &[ours(2, 100, 4)],
+            &[],
+        );
         assert_eq!(c.result, ShadowResult::Differ);
         assert_eq!(
             c.differences,
@@ -812,14 +919,28 @@ mod tests {
     #[test]
     fn a_lagging_other_side_is_pending_and_says_which_input() {
         // It last ran with the target at 7, which none of our decisions saw.
-        let c = compare("ns/a", now(), &theirs(7, 7, 100, OK), 2, &[ours(2, 100, 4)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(7, 7, 100, OK),
+            2,
+            &[ours(2, 100, 4)],
+            &[],
+        );
         assert_eq!(c.result, ShadowResult::Pending);
         assert_eq!(c.pending, Some(PendingReason::TargetChanged));
         // Same replicas, other metric values.
-        let c = compare("ns/a", now(), &theirs(2, 2, 60, OK), 2, &[ours(2, 100, 4)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 60, OK),
+            2,
+            &[ours(2, 100, 4)],
+            &[],
+        );
         assert_eq!(c.pending, Some(PendingReason::MetricsChanged));
         let none = HorizontalPodAutoscalerStatus::default();
-        let c = compare("ns/a", now(), &none, 2, &[ours(2, 100, 4)]);
+        let c = compare("ns/a", now(), &none, 2, &[ours(2, 100, 4)], &[]);
         assert_eq!(c.pending, Some(PendingReason::NoStatus));
     }
 
@@ -833,6 +954,7 @@ mod tests {
                 &theirs(2, 2, 100, OK),
                 2,
                 &[ours(2, 100, 3 + i)],
+                &[],
             );
             store.record(c);
         }
@@ -853,12 +975,12 @@ mod tests {
         let fp = |s: &HorizontalPodAutoscalerStatus| Some(status_fingerprint(s));
         // The first status: pending twice, then replaced before any comparison was made.
         for _ in 0..2 {
-            let c = compare("ns/a", now(), &lagging, 4, &decisions);
+            let c = compare("ns/a", now(), &lagging, 4, &decisions, &[]);
             assert!(store.record_status(c, fp(&lagging)).is_empty());
         }
         // The next one agrees at once: the first is settled as not compared, this one as
         // agreeing; comparing it again counts nothing.
-        let c = compare("ns/a", now(), &written, 4, &decisions);
+        let c = compare("ns/a", now(), &written, 4, &decisions, &[]);
         assert_eq!(
             store.record_status(c, fp(&written)),
             vec![
@@ -866,7 +988,7 @@ mod tests {
                 StatusOutcome::Compared(ShadowResult::Agree)
             ]
         );
-        let c = compare("ns/a", now(), &written, 4, &decisions);
+        let c = compare("ns/a", now(), &written, 4, &decisions, &[]);
         assert!(store.record_status(c, fp(&written)).is_empty());
         assert_eq!(
             StatusOutcome::NotCompared(Some(PendingReason::MetricsChanged)).labels(),
@@ -887,12 +1009,19 @@ mod tests {
                 c.reason = Some("ScaleDownStabilized".into());
             }
         }
-        let c = compare("ns/a", now(), &held, 4, &[ours(4, 100, 3)]);
+        let c = compare("ns/a", now(), &held, 4, &[ours(4, 100, 3)], &[]);
         assert_eq!(c.result, ShadowResult::Pending, "{}", c.summary);
         assert_eq!(c.pending, Some(PendingReason::History));
         assert!(!c.differences.is_empty());
         // Without a history reason on either side it is a difference.
-        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[ours(4, 100, 3)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(4, 4, 100, OK),
+            4,
+            &[ours(4, 100, 3)],
+            &[],
+        );
         assert_eq!(c.result, ShadowResult::Differ);
     }
 
@@ -905,7 +1034,7 @@ mod tests {
         let mut after = ours(10, 100, 10);
         after.metrics[0].ready_pods = Some(6);
         let status = theirs(6, 10, 100, OK);
-        let c = compare("ns/a", now(), &status, 10, &[before.clone(), after]);
+        let c = compare("ns/a", now(), &status, 10, &[before.clone(), after], &[]);
         assert_eq!(c.result, ShadowResult::Pending, "{}", c.summary);
         assert_eq!(c.pending, Some(PendingReason::PodsChanged));
         assert_eq!(c.ours.desired_replicas, 6);
@@ -920,12 +1049,12 @@ mod tests {
         // The pods changed just before the decision compared: likewise.
         let mut earlier = ours(6, 90, 6);
         earlier.metrics[0].ready_pods = Some(2);
-        let c = compare("ns/a", now(), &status, 10, &[earlier, before.clone()]);
+        let c = compare("ns/a", now(), &status, 10, &[earlier, before.clone()], &[]);
         assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
         // The same pods all along: a difference.
         let mut same = ours(10, 100, 10);
         same.metrics[0].ready_pods = Some(3);
-        let c = compare("ns/a", now(), &status, 10, &[before.clone(), same]);
+        let c = compare("ns/a", now(), &status, 10, &[before.clone(), same], &[]);
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
         // Pods that changed earlier than the decision before the one compared do not count.
         let mut long_ago = ours(6, 80, 6);
@@ -936,12 +1065,20 @@ mod tests {
             &status,
             6,
             &[long_ago, before.clone(), before.clone()],
+            &[],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
         // Agreement is agreement, whatever the pods did.
         let mut agreed = ours(6, 100, 10);
         agreed.metrics[0].ready_pods = Some(3);
-        let c = compare("ns/a", now(), &status, 10, &[agreed, ours(10, 100, 10)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            10,
+            &[agreed, ours(10, 100, 10)],
+            &[],
+        );
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
     }
 
@@ -964,6 +1101,7 @@ mod tests {
             &status,
             10,
             &[with_ready(6, 6), with_ready(6, 3), with_ready(6, 3)],
+            &[],
         );
         assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
         // A decision of that stretch that counted the pods otherwise decided as it did: agree,
@@ -974,6 +1112,7 @@ mod tests {
             &status,
             10,
             &[with_ready(10, 6), with_ready(6, 3), with_ready(6, 3)],
+            &[],
         );
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
         assert_eq!(c.ours.desired_replicas, 10);
@@ -987,6 +1126,7 @@ mod tests {
             &status,
             10,
             &[with_ready(10, 3), with_ready(6, 6), with_ready(6, 3)],
+            &[],
         );
         assert_eq!(c.pending, Some(PendingReason::PodsChanged), "{}", c.summary);
         // Nor one made from other inputs.
@@ -998,6 +1138,7 @@ mod tests {
             &status,
             10,
             &[other, with_ready(6, 3), with_ready(6, 3)],
+            &[],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
     }
@@ -1017,7 +1158,7 @@ mod tests {
         let gen1 = || from(4, Some(1), None);
         let gen2 = || from(6, Some(2), None);
         let check = |status: &HorizontalPodAutoscalerStatus, ours: &[DecisionTrace]| {
-            compare("ns/a", now(), status, 4, ours)
+            compare("ns/a", now(), status, 4, ours, &[])
         };
         // A status without observedGeneration (before 1.37): the generation changed in the
         // stretch compared.
@@ -1056,11 +1197,18 @@ mod tests {
             }))
             .unwrap(),
         );
-        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[held.clone()]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(4, 4, 100, OK),
+            4,
+            &[held.clone()],
+            &[],
+        );
         assert_eq!(c.pending, Some(PendingReason::History), "{}", c.summary);
         // Not held (the window gave what the metrics asked for): a difference.
         held.prenormalized = Some(6);
-        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[held]);
+        let c = compare("ns/a", now(), &theirs(4, 4, 100, OK), 4, &[held], &[]);
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
     }
 
@@ -1081,7 +1229,7 @@ mod tests {
             }),
             ..Default::default()
         }]);
-        let c = compare("ns/a", now(), &zero, 3, &[ours(0, 100, 0)]);
+        let c = compare("ns/a", now(), &zero, 3, &[ours(0, 100, 0)], &[]);
         assert_eq!(
             c.pending,
             Some(PendingReason::MetricsUnrecorded),
@@ -1093,8 +1241,105 @@ mod tests {
     #[test]
     fn a_rescale_whose_scale_write_is_not_seen_yet_is_compared_with_what_it_decided() {
         // Its status says it rescaled 2 -> 4; the target as read here still has 2.
-        let c = compare("ns/a", now(), &theirs(2, 4, 100, OK), 2, &[ours(2, 100, 4)]);
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            2,
+            &[ours(2, 100, 4)],
+            &[],
+        );
         assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
         assert_eq!(c.theirs.target_replicas, 4);
+    }
+
+    fn rescaled_at(
+        mut status: HorizontalPodAutoscalerStatus,
+        at: &str,
+    ) -> HorizontalPodAutoscalerStatus {
+        status.last_scale_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            at.parse().unwrap(),
+        ));
+        status
+    }
+
+    #[test]
+    fn their_rescale_is_pinned_to_the_second_its_last_scale_time_records() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let status = rescaled_at(theirs(4, 1, 100, OK), "2026-01-01T00:01:00Z");
+        let r = their_rescale(&status, 1, t("2026-01-01T00:01:02Z")).unwrap();
+        assert_eq!((r.from, r.to), (4, 1));
+        assert_eq!(
+            r.moments,
+            [
+                t("2026-01-01T00:01:00Z"),
+                t("2026-01-01T00:01:00.999999999Z")
+            ]
+        );
+        assert_eq!(r.scaled_at, t("2026-01-01T00:01:00.5Z"));
+        // Seen within that second: nothing after now.
+        let r = their_rescale(&status, 1, t("2026-01-01T00:01:00.2Z")).unwrap();
+        assert_eq!(
+            r.moments,
+            [t("2026-01-01T00:01:00Z"), t("2026-01-01T00:01:00.2Z")]
+        );
+        assert_eq!(r.scaled_at, t("2026-01-01T00:01:00.2Z"));
+        // Not a rescale it has just made: the target has other replicas, the status says it
+        // did not rescale, the rescale is too old, or from the future.
+        assert_eq!(their_rescale(&status, 4, t("2026-01-01T00:01:02Z")), None);
+        let held = [
+            ("AbleToScale", "ScaleDownStabilized"),
+            ("ScalingActive", "ValidMetricFound"),
+            ("ScalingLimited", "DesiredWithinRange"),
+        ];
+        let not_rescaled = rescaled_at(theirs(4, 1, 100, &held), "2026-01-01T00:01:00Z");
+        assert_eq!(
+            their_rescale(&not_rescaled, 1, t("2026-01-01T00:01:02Z")),
+            None
+        );
+        assert_eq!(their_rescale(&status, 1, t("2026-01-01T00:01:31Z")), None);
+        assert_eq!(their_rescale(&status, 1, t("2026-01-01T00:00:59Z")), None);
+        assert_eq!(
+            their_rescale(&theirs(4, 1, 100, OK), 1, t("2026-01-01T00:01:02Z")),
+            None
+        );
+    }
+
+    #[test]
+    fn a_decision_at_their_moment_that_decides_as_they_did_agrees() {
+        // Our kept decision from the same inputs was held by its window (4 -> 4); at the
+        // moment the other side decided, the window had let go: 4 -> 2, as it did.
+        let mut held = ours(4, 50, 4);
+        held.prenormalized = Some(2);
+        held.stabilization = Some(
+            serde_json::from_value(serde_json::json!({
+                "upWindowSeconds": 0, "downWindowSeconds": 60,
+                "recommendations": [], "stabilized": 4, "reason": "ScaleDownStabilized"
+            }))
+            .unwrap(),
+        );
+        let status = theirs(4, 2, 50, OK);
+        let c = compare("ns/a", now(), &status, 2, &[held.clone()], &[]);
+        assert_eq!(c.pending, Some(PendingReason::History), "{}", c.summary);
+        let at_their_moment = ours(4, 50, 2);
+        let c = compare(
+            "ns/a",
+            now(),
+            &status,
+            2,
+            &[held.clone()],
+            std::slice::from_ref(&at_their_moment),
+        );
+        assert_eq!(c.result, ShadowResult::Agree, "{}", c.summary);
+        assert!(
+            c.summary.contains("at the other controller's moment"),
+            "{}",
+            c.summary
+        );
+        // One that decided otherwise, or from other inputs, changes nothing.
+        for other in [ours(4, 50, 3), ours(4, 60, 2), ours(5, 50, 2)] {
+            let c = compare("ns/a", now(), &status, 2, &[held.clone()], &[other]);
+            assert_eq!(c.pending, Some(PendingReason::History), "{}", c.summary);
+        }
     }
 }

@@ -941,3 +941,217 @@ async fn a_fenced_status_write_makes_no_event() {
     );
     informer.abort();
 }
+
+/// Every target is a Deployment whose replicas the test sets (`spec` and `status` alike).
+struct SetReplicas(std::sync::atomic::AtomicI32);
+
+#[async_trait::async_trait]
+impl ScaleClient for SetReplicas {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        let mut scale = ThreeReplicas.get_scale(namespace, mapping, name).await?;
+        let replicas = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        scale.spec = Some(ScaleSpec {
+            replicas: Some(replicas),
+        });
+        if let Some(s) = scale.status.as_mut() {
+            s.replicas = replicas;
+        }
+        Ok(scale)
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        _scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        Err(ScaleError::new("shadow mode writes no scale"))
+    }
+}
+
+/// Shadow mode, a scale-down held by a 60 s stabilization window: the active controller let
+/// go of it a moment after this controller's last decision from the same inputs (its window
+/// had a recommendation of 4 from half a second in). Its status's lastScaleTime pins its
+/// decision to a second; decided again at the end of that second, from the history kept up
+/// to it, this controller scales down as well: an agreement, where the kept decision alone
+/// was only "held by history". Nothing of that decision is kept, and the other side's
+/// rescale is stored as a scale event at the middle of that second.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn shadow_decides_again_at_the_moment_of_the_active_controllers_rescale() {
+    use k8s_openapi::api::autoscaling::v2::{
+        ExternalMetricSource, ExternalMetricStatus, HPAScalingRules,
+        HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerCondition,
+        HorizontalPodAutoscalerStatus, MetricIdentifier, MetricSpec, MetricStatus, MetricTarget,
+        MetricValueStatus,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+
+    let start: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+    let at = |s: f64| start + jiff::SignedDuration::from_secs_f64(s);
+    let clock = Arc::new(VirtualClock::new(start));
+    let total = Arc::new(AtomicI64::new(400_000));
+    let mut metrics_client = hpa_metrics::MockMetricsClient::new();
+    let read = total.clone();
+    metrics_client
+        .expect_get_external_metric()
+        .returning(move |_, _, _| Ok((vec![read.load(Ordering::SeqCst)], start)));
+    let replicas = Arc::new(SetReplicas(AtomicI32::new(4)));
+    let controller = HorizontalController::new(ControllerParts {
+        metrics_client: Arc::new(metrics_client),
+        scale_client: Some(replicas.clone()),
+        clock: clock.clone(),
+        ..parts(config(&[
+            ("shadow", "true"),
+            ("scale-target-cache", "false"),
+        ]))
+    })
+    .unwrap();
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    let mut queue = hpa(0);
+    queue.spec.max_replicas = 10;
+    queue.spec.metrics = Some(vec![MetricSpec {
+        type_: "External".into(),
+        external: Some(ExternalMetricSource {
+            metric: MetricIdentifier {
+                name: "queue".into(),
+                selector: None,
+            },
+            target: MetricTarget {
+                type_: "AverageValue".into(),
+                average_value: Some(Quantity("100".into())),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    }]);
+    queue.spec.behavior = Some(HorizontalPodAutoscalerBehavior {
+        scale_down: Some(HPAScalingRules {
+            stabilization_window_seconds: Some(60),
+            ..Default::default()
+        }),
+        scale_up: None,
+    });
+    initial_list(&tx, [queue.clone()]);
+    settle(|| controller.cached_hpa("ns-0", "hpa-0").is_some()).await;
+    let key = "ns-0/hpa-0";
+
+    // 400 over 4 replicas: 4, recommended at 0.5 s. Then 100: 1, held by that 4.
+    clock.set(at(0.5));
+    let _ = controller.reconcile_key(key).await;
+    total.store(100_000, Ordering::SeqCst);
+    for s in [30.0, 60.2] {
+        clock.set(at(s));
+        let _ = controller.reconcile_key(key).await;
+        assert_eq!(
+            controller.traces().latest_of(key).unwrap().desired_replicas,
+            4
+        );
+    }
+
+    // The active controller decided at 60.7 s: 4 -> 1, lastScaleTime 60 s.
+    replicas.0.store(1, Ordering::SeqCst);
+    let condition = |type_: &str, reason: &str| HorizontalPodAutoscalerCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        reason: Some(reason.into()),
+        message: Some(String::new()),
+        last_transition_time: Some(Time(start)),
+        observed_generation: None,
+    };
+    let mut written = queue.clone();
+    written.metadata.resource_version = Some("2".into());
+    written.status = Some(HorizontalPodAutoscalerStatus {
+        current_replicas: Some(4),
+        desired_replicas: 1,
+        last_scale_time: Some(Time(at(60.0))),
+        current_metrics: Some(vec![MetricStatus {
+            type_: "External".into(),
+            external: Some(ExternalMetricStatus {
+                metric: MetricIdentifier {
+                    name: "queue".into(),
+                    selector: None,
+                },
+                current: MetricValueStatus {
+                    average_value: Some(Quantity("25".into())),
+                    ..Default::default()
+                },
+            }),
+            ..Default::default()
+        }]),
+        conditions: Some(vec![
+            condition("AbleToScale", "SucceededRescale"),
+            condition("ScalingActive", "ValidMetricFound"),
+            condition("ScalingLimited", "DesiredWithinRange"),
+        ]),
+        observed_generation: None,
+    });
+    tx.send(Ok(watcher::Event::Apply(written))).unwrap();
+    settle(|| {
+        controller
+            .cached_hpa("ns-0", "hpa-0")
+            .is_some_and(|h| h.status.is_some())
+    })
+    .await;
+    clock.set(at(61.2));
+    let before = controller.state().recommendations(key);
+    let _ = controller.reconcile_key(key).await;
+
+    let latest = controller
+        .shadow_comparisons()
+        .get(key)
+        .unwrap()
+        .latest
+        .unwrap();
+    assert_eq!(
+        latest.result,
+        crate::shadow::ShadowResult::Agree,
+        "{}",
+        latest.summary
+    );
+    assert!(
+        latest.summary.contains("at the other controller's moment"),
+        "{}",
+        latest.summary
+    );
+    assert_eq!(latest.ours.desired_replicas, 1);
+    // Nothing of the decisions at its moment is kept: no recommendation but those of the
+    // kept decisions, no trace of them.
+    let after = controller.state().recommendations(key);
+    assert!(
+        after
+            .iter()
+            .all(|r| [0.5, 30.0, 60.2, 61.2].map(at).contains(&r.timestamp)),
+        "{before:?} -> {after:?}"
+    );
+    let times: Vec<jiff::Timestamp> = controller
+        .traces()
+        .get(key)
+        .iter()
+        .map(|t| t.time)
+        .collect();
+    assert_eq!(times, [at(0.5), at(30.0), at(60.2), at(61.2)]);
+    // The other side's rescale: a scale-down event of 3 at 60.5 s.
+    let down = controller.state().scale_down_events(key);
+    assert_eq!(
+        down.iter()
+            .map(|e| (e.replica_change, e.timestamp))
+            .collect::<Vec<_>>(),
+        [(3, at(60.5))]
+    );
+    informer.abort();
+}

@@ -183,6 +183,8 @@ impl Reconciler {
         // The recommendation history before deciding: put back if the decision has to be made
         // again from the live scale (see `ScaleWrite::Stale`) or its write never left (fence).
         let history = self.state.recommendations(key);
+        // Shadow mode: decisions at the moment of the other side's last rescale.
+        let mut at_their_moment = Vec::new();
         // At most twice: a second time only after a cached scale turned out to be behind.
         let (decision, current, status_replicas, rescale, rescale_error) = loop {
             let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
@@ -194,7 +196,23 @@ impl Reconciler {
                 .unwrap_or_default();
 
             if shadow {
-                self.observe_target_change(key, &hpa, current, now);
+                // Before the other side's rescale is stored as a scale event: decided from the
+                // history as it stood before that rescale.
+                at_their_moment = self
+                    .decide_at_their_moment(
+                        key,
+                        &hpa,
+                        &original,
+                        TheirMomentInputs {
+                            target_now: current,
+                            status_replicas,
+                            selector: &selector_str,
+                            tolerances,
+                            now,
+                        },
+                    )
+                    .await;
+                self.observe_target_change(key, &hpa, &original, current, now);
             }
             let branch = Branch::for_hpa(&hpa, current, &self.decision_config);
             let metrics = if branch.needs_metrics() {
@@ -305,7 +323,7 @@ impl Reconciler {
         self.explain_metrics.observe_trace(&trace);
         self.traces.record(trace);
         if shadow {
-            self.compare_with_active(key, now, &original, current);
+            self.compare_with_active(key, now, &original, current, &at_their_moment);
         }
         if rescale == RescaleResult::Succeeded && !shadow {
             tracing::info!(
@@ -407,6 +425,7 @@ impl Reconciler {
         &self,
         key: &str,
         hpa: &HorizontalPodAutoscaler,
+        theirs: &HorizontalPodAutoscalerStatus,
         current: i32,
         now: Timestamp,
     ) {
@@ -416,6 +435,11 @@ impl Reconciler {
         if previous.target.spec_replicas == current {
             return;
         }
+        // The other side's rescale, when its status already records it: stored when it
+        // stored it (to the precision of its lastScaleTime), not when it was seen here.
+        let at = crate::shadow::their_rescale(theirs, current, now)
+            .filter(|r| r.from == previous.target.spec_replicas)
+            .map_or(now, |r| r.scaled_at);
         let behavior = hpa.spec.behavior.as_ref().map(|b| {
             hpa_decision::behavior::EffectiveBehavior::new(
                 b,
@@ -427,8 +451,116 @@ impl Reconciler {
             behavior.as_ref(),
             previous.target.spec_replicas,
             current,
-            now,
+            at,
         );
+    }
+
+    /// Shadow mode: when the other side's status says it has just rescaled the target
+    /// ([`crate::shadow::their_rescale`]) and no comparison with that status has been made
+    /// yet, decide as it did: from the replicas it scaled from, with the metrics read now,
+    /// at each moment it can have decided at, from the recommendations and scale events
+    /// kept up to that moment. Nothing of it is kept: the history is put back as it was,
+    /// the decisions are only compared, and the metric computations are not counted.
+    async fn decide_at_their_moment(
+        &self,
+        key: &str,
+        hpa: &HorizontalPodAutoscaler,
+        theirs: &HorizontalPodAutoscalerStatus,
+        inputs: TheirMomentInputs<'_>,
+    ) -> Vec<crate::trace::DecisionTrace> {
+        let Some(rescale) = crate::shadow::their_rescale(theirs, inputs.target_now, inputs.now)
+        else {
+            return Vec::new();
+        };
+        if self
+            .shadow
+            .is_decided(key, crate::shadow::status_fingerprint(theirs))
+        {
+            return Vec::new();
+        }
+        let namespace = hpa.metadata.namespace.as_deref().unwrap_or_default();
+        let name = hpa.metadata.name.as_deref().unwrap_or_default();
+        let Some(&latest) = rescale.moments.last() else {
+            return Vec::new();
+        };
+        // The target's status.replicas as it read them (an average per pod over an Object or
+        // External metric divides by them): as this controller last read them with the
+        // target at the replicas it scaled from.
+        let status_replicas = self
+            .traces
+            .get(key)
+            .iter()
+            .rev()
+            .find(|t| t.target.read && t.target.spec_replicas == rescale.from)
+            .map_or(inputs.status_replicas, |t| t.target.status_replicas);
+        let branch = Branch::for_hpa(hpa, rescale.from, &self.decision_config);
+        let metrics = if branch.needs_metrics() {
+            Some(
+                self.metrics_outcome(
+                    hpa,
+                    namespace,
+                    name,
+                    rescale.from,
+                    status_replicas,
+                    inputs.selector,
+                    inputs.tolerances,
+                    latest,
+                    false,
+                )
+                .await,
+            )
+        } else {
+            None
+        };
+        let recommendations = self.state.recommendations(key);
+        let up = self.state.scale_up_events(key);
+        let down = self.state.scale_down_events(key);
+        let mut decisions = Vec::with_capacity(rescale.moments.len());
+        for &moment in &rescale.moments {
+            let until = |t: Timestamp| t <= moment;
+            self.state.set_recommendations(
+                key,
+                recommendations
+                    .iter()
+                    .filter(|r| until(r.timestamp))
+                    .cloned()
+                    .collect(),
+            );
+            self.state.set_scale_events(
+                key,
+                up.iter().filter(|e| until(e.timestamp)).cloned().collect(),
+                down.iter()
+                    .filter(|e| until(e.timestamp))
+                    .cloned()
+                    .collect(),
+            );
+            let decision = decide(
+                &self.state,
+                &self.decision_config,
+                DecisionInput {
+                    key,
+                    hpa,
+                    current_replicas: rescale.from,
+                    now: moment,
+                    tolerances: Some(inputs.tolerances),
+                },
+                metrics.clone(),
+            );
+            let outcome = decision.complete(&self.state, theirs, RescaleResult::Shadowed);
+            decisions.push(crate::trace::DecisionTrace::new(
+                &decision,
+                &outcome,
+                crate::trace::TraceContext {
+                    hpa,
+                    status_replicas,
+                    rescale: &RescaleResult::Shadowed,
+                    shadow: true,
+                },
+            ));
+        }
+        self.state.set_recommendations(key, recommendations);
+        self.state.set_scale_events(key, up, down);
+        decisions
     }
 
     /// Shadow mode: compare the decisions kept for `key` with the status the active
@@ -440,10 +572,12 @@ impl Reconciler {
         now: Timestamp,
         theirs: &HorizontalPodAutoscalerStatus,
         target_now: i32,
+        at_their_moment: &[crate::trace::DecisionTrace],
     ) {
         use crate::shadow::ShadowResult;
         let ours = self.traces.get(key);
-        let comparison = crate::shadow::compare(key, now, theirs, target_now, &ours);
+        let comparison =
+            crate::shadow::compare(key, now, theirs, target_now, &ours, at_their_moment);
         self.explain_metrics.observe_shadow(&comparison);
         match comparison.result {
             ShadowResult::Differ => {
@@ -492,6 +626,35 @@ impl Reconciler {
         tolerances: Tolerances,
         now: Timestamp,
     ) -> MetricsOutcome {
+        self.metrics_outcome(
+            hpa,
+            namespace,
+            name,
+            spec_replicas,
+            status_replicas,
+            selector_str,
+            tolerances,
+            now,
+            true,
+        )
+        .await
+    }
+
+    /// [`compute_replicas_for_metrics`](Self::compute_replicas_for_metrics), its metric
+    /// computations counted in the monitor's series only when `observed`.
+    #[allow(clippy::too_many_arguments)]
+    async fn metrics_outcome(
+        &self,
+        hpa: &HorizontalPodAutoscaler,
+        namespace: &str,
+        name: &str,
+        spec_replicas: i32,
+        status_replicas: i32,
+        selector_str: &str,
+        tolerances: Tolerances,
+        now: Timestamp,
+        observed: bool,
+    ) -> MetricsOutcome {
         let selector = match self.validate_and_parse_selector(namespace, name, selector_str) {
             Ok(s) => s,
             Err(f) => return MetricsOutcome::selector_failure(f),
@@ -518,6 +681,10 @@ impl Reconciler {
         for spec in specs {
             let start = Instant::now();
             let r = computer.compute_replicas_for_metric(spec, &ctx).await;
+            if !observed {
+                results.push(r);
+                continue;
+            }
             self.monitor.observe_metric_computation_result(
                 r.action_label(previous_current),
                 r.error_label(),
@@ -563,4 +730,18 @@ impl Reconciler {
         }
         Ok(parsed)
     }
+}
+
+/// What [`Reconciler::decide_at_their_moment`] reads from the reconcile.
+struct TheirMomentInputs<'a> {
+    /// The target's `spec.replicas` as read now.
+    target_now: i32,
+    /// The target's `status.replicas` as read now.
+    status_replicas: i32,
+    /// The target's selector as read now.
+    selector: &'a str,
+    /// The HPA's tolerances.
+    tolerances: Tolerances,
+    /// This reconcile's time.
+    now: Timestamp,
 }
