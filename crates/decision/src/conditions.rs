@@ -242,6 +242,9 @@ pub enum HpaCondition {
     ScaledToZero,
     /// `ScaledToZero=False NotScaledToZero` (1.36+): set after any other successful rescale.
     NotScaledToZero,
+    /// `AbleToScale=False ScalingPaused`: a pause annotation is set (no upstream counterpart,
+    /// see [`crate::pause`]).
+    ScalingPaused(crate::pause::Pause),
     /// The degenerate condition upstream sets when `spec.metrics` is empty
     /// (`computeReplicasForMetrics`): empty type, status, reason and message.
     Empty,
@@ -256,7 +259,8 @@ impl HpaCondition {
             | SucceededGetScale
             | Stabilization(_)
             | FailedUpdateScale { .. }
-            | SucceededRescale { .. } => ConditionType::AbleToScale,
+            | SucceededRescale { .. }
+            | ScalingPaused(_) => ConditionType::AbleToScale,
             ScalingDisabled
             | MissingSelector
             | InvalidSelector { .. }
@@ -287,6 +291,7 @@ impl HpaCondition {
             ScalingLimited { limited: false, .. } => "False",
             FailedGetScale { .. }
             | FailedUpdateScale { .. }
+            | ScalingPaused(_)
             | ScalingDisabled
             | MissingSelector
             | InvalidSelector { .. }
@@ -314,6 +319,7 @@ impl HpaCondition {
             ScalingLimited { reason, .. } => reason.as_str(),
             ScaledToZero => "ScaledToZero",
             NotScaledToZero => "NotScaledToZero",
+            ScalingPaused(_) => "ScalingPaused",
             Empty => "",
         }
     }
@@ -355,6 +361,7 @@ impl HpaCondition {
             ScalingLimited { reason, .. } => reason.message().to_owned(),
             ScaledToZero => "the HPA controller scaled the workload to zero".to_owned(),
             NotScaledToZero => "the HPA controller did not scale the workload to zero".to_owned(),
+            ScalingPaused(p) => p.message(),
             Empty => String::new(),
         }
     }

@@ -29,6 +29,7 @@ use crate::events::HpaEvent;
 use crate::gofmt::{GoArg, quote, sprintf};
 use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use crate::normalize::Normalization;
+use crate::pause::{InvalidAnnotation, Pause, pause_annotations};
 use crate::state::HpaState;
 use crate::status::{
     set_current_replicas_and_metrics_in_status, set_status, status_semantically_equal,
@@ -531,11 +532,20 @@ pub struct Decision {
     /// 1.37 with `HPAGeneration`: the HPA's `metadata.generation` (0 when absent), written as
     /// `status.observedGeneration`.
     pub observed_generation: Option<i64>,
+    /// The pause in effect (`kube-hpa-controller.io/paused` or `paused-replicas`; no upstream
+    /// counterpart, see [`crate::pause`]).
+    pub pause: Option<Pause>,
+    /// This controller's annotations set with a value that is not valid, ignored (each is
+    /// reported once with a Warning event, see [`crate::pause`]).
+    pub invalid_annotations: Vec<InvalidAnnotation>,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
 /// for [`Branch::FromMetrics`]; if it is missing there, the metrics are treated as an empty
 /// list (upstream's degenerate `len(metricSpecs) == 0` path).
+///
+/// A paused HPA ([`crate::pause`]) is decided by [`decide_paused`] instead of the branches:
+/// same metrics and `ScalingActive` condition, no normalization, no history.
 pub fn decide(
     state: &HpaState,
     config: &DecisionConfig,
@@ -551,7 +561,15 @@ pub fn decide(
         .behavior
         .as_ref()
         .map(|b| EffectiveBehavior::new(b, config.downscale_stabilization_window));
-    state.record_initial_recommendation(input.key, current, input.now);
+    let annotations = pause_annotations(hpa);
+    if annotations.pause.is_some() {
+        // A paused HPA keeps no history: see "Unpausing" in `crate::pause`.
+        state.forget_history(input.key);
+    } else {
+        state.set_pinned(input.key, None);
+        state.record_initial_recommendation(input.key, current, input.now);
+    }
+    let warnings = state.new_warnings(input.key, &annotations.invalid);
     let branch = Branch::for_hpa(hpa, current, config);
     let mut d = Decision {
         key: input.key.to_owned(),
@@ -576,14 +594,95 @@ pub fn decide(
         desired_replicas: 0,
         rescale: true,
         failure: None,
-        conditions: vec![HpaCondition::SucceededGetScale],
-        events: Vec::new(),
+        // A paused HPA's AbleToScale is ScalingPaused alone: set after SucceededGetScale, it
+        // would stamp a new lastTransitionTime (True, then False) at every sync.
+        conditions: vec![
+            annotations
+                .pause
+                .map_or(HpaCondition::SucceededGetScale, HpaCondition::ScalingPaused),
+        ],
+        events: warnings
+            .into_iter()
+            .map(HpaEvent::InvalidAnnotation)
+            .collect(),
         scaled_to_zero_after_rescale: None,
         observed_generation: config
             .observed_generation
             .then(|| hpa.metadata.generation.unwrap_or(0)),
+        pause: annotations.pause,
+        invalid_annotations: annotations.invalid,
     };
-    match branch {
+    if let Some(pause) = d.pause {
+        decide_paused(&mut d, state, pause, metrics);
+    } else {
+        decide_branch(&mut d, state, config, input, metrics);
+    }
+    if let ZeroReplicas::ScaledToZeroCondition { gate: true } = config.zero_replicas
+        && d.rescale
+    {
+        d.scaled_to_zero_after_rescale = Some(
+            current > 0
+                && d.desired_replicas == 0
+                && min == 0
+                && has_object_or_external_metrics(hpa),
+        );
+    }
+    d
+}
+
+/// A paused HPA's decision (no upstream counterpart, see [`crate::pause`]): the branch's
+/// metrics and `ScalingActive` condition as usual, then no normalization; the desired count is
+/// the current one, or the pinned count until the target has had it once.
+fn decide_paused(
+    d: &mut Decision,
+    state: &HpaState,
+    pause: Pause,
+    metrics: Option<MetricsOutcome>,
+) {
+    let current = d.current_replicas;
+    match d.branch {
+        Branch::ScalingDisabled => d.conditions.push(HpaCondition::ScalingDisabled),
+        Branch::AboveMax | Branch::BelowMin => {}
+        Branch::FromMetrics => {
+            let m = metrics.unwrap_or_else(|| MetricsOutcome::from_results(current, Vec::new()));
+            d.events.extend(m.events.iter().cloned());
+            if let Some(c) = &m.condition {
+                d.conditions.push(c.clone());
+            }
+            if !m.is_total_failure() && m.replicas > 0 {
+                d.rescale_metric = m.metric_name.clone();
+            }
+            d.metrics = Some(m);
+        }
+    }
+    d.desired_replicas = match pause.pinned_replicas() {
+        // Reached (by the pinned write, or it was there): from now on left where it is.
+        Some(n) if n == current => {
+            state.set_pinned(&d.key, Some(n));
+            current
+        }
+        Some(n) if state.pinned(&d.key) == Some(n) => current,
+        Some(n) => n,
+        None => current,
+    };
+    d.rescale = d.desired_replicas != current;
+    if d.rescale {
+        d.rescale_reason = pause.rescale_reason();
+    }
+}
+
+/// `reconcileAutoscaler` step 10: the branch's desired count.
+fn decide_branch(
+    d: &mut Decision,
+    state: &HpaState,
+    config: &DecisionConfig,
+    input: DecisionInput<'_>,
+    metrics: Option<MetricsOutcome>,
+) {
+    let hpa = input.hpa;
+    let current = input.current_replicas;
+    let (min, max) = (d.min_replicas, d.max_replicas);
+    match d.branch {
         Branch::ScalingDisabled => {
             d.rescale = false;
             d.conditions.push(HpaCondition::ScalingDisabled);
@@ -613,7 +712,7 @@ pub fn decide(
                     ],
                 ));
                 d.metrics = Some(m);
-                return d;
+                return;
             }
             let mut desired = 0;
             if m.replicas > desired {
@@ -662,17 +761,6 @@ pub fn decide(
             d.metrics = Some(m);
         }
     }
-    if let ZeroReplicas::ScaledToZeroCondition { gate: true } = config.zero_replicas
-        && d.rescale
-    {
-        d.scaled_to_zero_after_rescale = Some(
-            current > 0
-                && d.desired_replicas == 0
-                && min == 0
-                && has_object_or_external_metrics(hpa),
-        );
-    }
-    d
 }
 
 /// What the caller's scale write did.
@@ -727,6 +815,16 @@ impl Decision {
     /// replicas" (branch d) and "Decided not to scale".
     pub fn log_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(p) = self.pause {
+            // No upstream counterpart: a paused HPA proposes nothing and decides nothing.
+            out.push(format!(
+                "\"Scaling is paused\" scaleTarget={} annotation={} desiredReplicas={}",
+                quote(&self.reference),
+                quote(p.annotation()),
+                self.desired_replicas
+            ));
+            return out;
+        }
         if let Some(m) = &self.metrics
             && !m.is_total_failure()
         {
@@ -769,6 +867,12 @@ impl Decision {
             self.behavior.is_some()
         );
         let _ = writeln!(s, "branch: {:?}", self.branch);
+        if let Some(p) = self.pause {
+            let _ = writeln!(s, "paused: {}", p.message());
+        }
+        for a in &self.invalid_annotations {
+            let _ = writeln!(s, "ignored: {a}");
+        }
         if let Some(t) = &self.tolerances {
             let _ = writeln!(s, "tolerances: down={} up={}", t.scale_down, t.scale_up);
         }
@@ -868,17 +972,24 @@ impl Decision {
                     };
                     self.set_condition(&mut status, &c);
                 }
-                self.set_condition(
-                    &mut status,
-                    &HpaCondition::SucceededRescale {
-                        replicas: self.desired_replicas,
-                    },
-                );
+                if let Some(pause) = self.pause {
+                    // The pinned write: AbleToScale stays ScalingPaused, and no scale event is
+                    // stored (see "Unpausing" in `crate::pause`); the target has had the pinned
+                    // count once.
+                    state.set_pinned(&self.key, pause.pinned_replicas());
+                } else {
+                    self.set_condition(
+                        &mut status,
+                        &HpaCondition::SucceededRescale {
+                            replicas: self.desired_replicas,
+                        },
+                    );
+                }
                 events.push(HpaEvent::SuccessfulRescale {
                     new_size: self.desired_replicas,
                     reason: self.rescale_reason.clone(),
                 });
-                if written {
+                if written && self.pause.is_none() {
                     state.store_scale_event(
                         &self.key,
                         self.behavior.as_ref(),
@@ -1063,3 +1174,6 @@ pub fn go_time_string(t: Option<Timestamp>) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod pause_tests;

@@ -10,6 +10,7 @@ use crate::conditions::{
     MetricFailureReason, ambiguous_selector_message, invalid_selector_message,
 };
 use crate::gofmt::{GoArg, sprintf};
+use crate::pause::InvalidAnnotation;
 
 /// The source component of every event.
 pub const EVENT_SOURCE_COMPONENT: &str = "horizontal-pod-autoscaler";
@@ -88,6 +89,9 @@ pub enum HpaEvent {
         /// The status PUT error text.
         err: String,
     },
+    /// Warning `InvalidAnnotation`: one of this controller's annotations has a value that is
+    /// not valid and is ignored (no upstream counterpart, see [`crate::pause`]).
+    InvalidAnnotation(InvalidAnnotation),
 }
 
 impl HpaEvent {
@@ -111,6 +115,7 @@ impl HpaEvent {
             HpaEvent::FailedRescale { .. } => "FailedRescale",
             HpaEvent::SuccessfulRescale { .. } => "SuccessfulRescale",
             HpaEvent::FailedUpdateStatus { .. } => "FailedUpdateStatus",
+            HpaEvent::InvalidAnnotation(_) => "InvalidAnnotation",
         }
     }
 
@@ -142,6 +147,7 @@ impl HpaEvent {
                 "New size: %d; reason: %s",
                 &[GoArg::int32(*new_size), GoArg::str(reason.as_str())],
             ),
+            HpaEvent::InvalidAnnotation(e) => e.to_string(),
         }
     }
 }
@@ -244,6 +250,16 @@ mod tests {
                 type_: "Warning",
                 reason: "FailedUpdateStatus",
                 message: "forbidden",
+            },
+            Case {
+                event: HpaEvent::InvalidAnnotation(InvalidAnnotation {
+                    annotation: crate::pause::PAUSED,
+                    value: "yes".into(),
+                    reason: "must be \"true\" or \"false\"",
+                }),
+                type_: "Warning",
+                reason: "InvalidAnnotation",
+                message: "annotation kube-hpa-controller.io/paused has the invalid value \"yes\": must be \"true\" or \"false\"; it is ignored",
             },
         ];
         for case in cases {

@@ -10,7 +10,8 @@
 //! ([`conditions`], [`events`], [`status`]), what the replica calculation recorded
 //! ([`calculation`]), per-HPA tolerances ([`tolerance`]), the metrics' `action`/`error`
 //! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]), Go
-//! `fmt` emulation ([`gofmt`]) and Go's float-to-integer conversions ([`goconv`]). The types other crates use most are re-exported here.
+//! `fmt` emulation ([`gofmt`]) and Go's float-to-integer conversions ([`goconv`]); and this
+//! controller's own pause annotations ([`pause`], no upstream counterpart). The types other crates use most are re-exported here.
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
@@ -25,6 +26,7 @@ pub mod goconv;
 pub mod gofmt;
 pub mod labels;
 mod normalize;
+pub mod pause;
 pub mod recommendations;
 mod scale_events;
 pub mod state;
@@ -40,6 +42,7 @@ pub use error_source::ErrorSource;
 pub use events::HpaEvent;
 pub use labels::{ActionLabel, ErrorKind, ErrorLabel};
 pub use normalize::Normalization;
+pub use pause::{InvalidAnnotation, Pause};
 pub use scale_events::TimestampedScaleEvent;
 pub use state::HpaState;
 pub use tolerance::Tolerances;

@@ -14,6 +14,7 @@ use crate::behavior::EffectiveBehavior;
 use crate::normalize::{
     Normalization, normalize_desired_replicas, normalize_desired_replicas_with_behaviors,
 };
+use crate::pause::InvalidAnnotation;
 use crate::recommendations::{TimestampedRecommendation, record_initial_recommendation};
 use crate::scale_events::{TimestampedScaleEvent, store_scale_event};
 
@@ -25,6 +26,11 @@ pub struct HpaState {
     recommendations: DashMap<String, Vec<TimestampedRecommendation>>,
     scale_up_events: DashMap<String, Vec<TimestampedScaleEvent>>,
     scale_down_events: DashMap<String, Vec<TimestampedScaleEvent>>,
+    /// The count a pinned pause (`kube-hpa-controller.io/paused-replicas`) has brought the
+    /// target to (no upstream counterpart, see [`crate::pause`]).
+    pins: DashMap<String, i32>,
+    /// The invalid annotations already reported with a Warning event.
+    warned: DashMap<String, Vec<InvalidAnnotation>>,
 }
 
 impl HpaState {
@@ -130,9 +136,52 @@ impl HpaState {
     /// Drop everything known about `key` (upstream does this when the lister no longer
     /// has the HPA).
     pub fn forget(&self, key: &str) {
+        self.forget_history(key);
+        self.pins.remove(key);
+        self.warned.remove(key);
+    }
+
+    /// Drop the recommendation history and the scale events of `key` (a paused HPA keeps
+    /// none, see [`crate::pause`]).
+    pub fn forget_history(&self, key: &str) {
         self.recommendations.remove(key);
         self.scale_up_events.remove(key);
         self.scale_down_events.remove(key);
+    }
+
+    /// The count a pinned pause of `key` has brought the target to, if it has.
+    pub fn pinned(&self, key: &str) -> Option<i32> {
+        self.pins.get(key).map(|v| *v)
+    }
+
+    /// Record that the target of `key` has the count its pinned pause asks for (`None`: the
+    /// HPA is not pinned).
+    pub fn set_pinned(&self, key: &str, replicas: Option<i32>) {
+        match replicas {
+            Some(n) => {
+                self.pins.insert(key.to_owned(), n);
+            }
+            None => {
+                self.pins.remove(key);
+            }
+        }
+    }
+
+    /// Of the invalid annotations `key` has now, those not reported yet (a value reported
+    /// stays reported while it is set; a value fixed and set again is reported again).
+    pub fn new_warnings(&self, key: &str, invalid: &[InvalidAnnotation]) -> Vec<InvalidAnnotation> {
+        if invalid.is_empty() {
+            self.warned.remove(key);
+            return Vec::new();
+        }
+        let mut warned = self.warned.entry(key.to_owned()).or_default();
+        let new = invalid
+            .iter()
+            .filter(|i| !warned.contains(i))
+            .cloned()
+            .collect();
+        *warned = invalid.to_vec();
+        new
     }
 
     /// The number of entries over the three per-HPA maps (recommendations, scale-up and
