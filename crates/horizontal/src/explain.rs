@@ -118,6 +118,7 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
         trace.min_replicas,
         trace.max_replicas
     );
+    write_annotations(&mut s, trace);
 
     s.push_str("\nWhat was measured\n");
     match trace.branch.as_str() {
@@ -264,6 +265,25 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
 
     s.push_str("\nWhat held it back\n");
     let mut held = false;
+    if let Some(p) = &trace.pause {
+        held = true;
+        match p.pinned_replicas {
+            Some(n) => {
+                let _ = writeln!(
+                    s,
+                    "  paused by {}: the target is brought to {n} replicas once, then left where it is; the metrics' proposals are not applied",
+                    p.annotation
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  paused by {}: the scale is not written; the metrics' proposals are not applied",
+                    p.annotation
+                );
+            }
+        }
+    }
     if let Some(st) = &trace.stabilization {
         let legacy = trace
             .rate_limit
@@ -385,6 +405,32 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
     }
     write_status_and_events(&mut s, trace);
     s
+}
+
+/// The pause and the ignored annotations of this controller, under the target line.
+fn write_annotations(s: &mut String, trace: &DecisionTrace) {
+    if let Some(p) = &trace.pause {
+        let _ = match (p.requested_replicas, p.pinned_replicas) {
+            (Some(asked), Some(n)) if asked != n => writeln!(
+                s,
+                "Paused: {} {asked} pins the target to {n} replicas (clamped to [minReplicas, maxReplicas]); no stabilization window or policy applies, and none is kept until the pause ends",
+                p.annotation
+            ),
+            (_, Some(n)) => writeln!(
+                s,
+                "Paused: {} pins the target to {n} replicas; no stabilization window or policy applies, and none is kept until the pause ends",
+                p.annotation
+            ),
+            _ => writeln!(
+                s,
+                "Paused: {} is true, the scale is not written; no stabilization window or policy applies, and none is kept until the pause ends",
+                p.annotation
+            ),
+        };
+    }
+    for a in &trace.invalid_annotations {
+        let _ = writeln!(s, "Ignored: {}", a.message);
+    }
 }
 
 /// The status, conditions, events and error lines of "What was written".

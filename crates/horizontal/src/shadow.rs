@@ -91,6 +91,10 @@ pub enum PendingReason {
     /// `metadata.generation`): the other side's status may come from the spec before, which
     /// a status records only from 1.37 (`status.observedGeneration`, then matched exactly).
     SpecChanged,
+    /// This controller's decision was paused by the `kube-hpa-controller.io/paused` or
+    /// `paused-replicas` annotation, which the active controller does not read: nothing to
+    /// compare (no upstream counterpart, `hpa_decision::pause`).
+    Paused,
 }
 
 impl PendingReason {
@@ -104,6 +108,7 @@ impl PendingReason {
             PendingReason::History => "history",
             PendingReason::PodsChanged => "pods_changed",
             PendingReason::SpecChanged => "spec_changed",
+            PendingReason::Paused => "paused",
         }
     }
 }
@@ -382,6 +387,14 @@ pub fn compare(
         current_replicas: target_now,
         conditions: Vec::new(),
     });
+    // A paused decision is not compared: the active controller knows nothing of the pause.
+    if latest.is_some_and(DecisionTrace::paused) {
+        return pending(
+            PendingReason::Paused,
+            "not compared: this controller's decision is paused by annotation, which the other controller does not read".to_owned(),
+            latest_side,
+        );
+    }
     if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
         return pending(
             PendingReason::NoStatus,
@@ -488,6 +501,16 @@ pub fn compare(
     };
     let matched = &ours[at];
     let our_side = side_of(matched);
+    if matched.paused() {
+        return pending(
+            PendingReason::Paused,
+            format!(
+                "not compared: this controller's decision at {} from the other controller's inputs was paused by annotation, which the other controller does not read",
+                matched.time
+            ),
+            our_side,
+        );
+    }
     let mut differences = Vec::new();
     if our_side.desired_replicas != their_side.desired_replicas {
         differences.push(format!(
@@ -914,6 +937,55 @@ mod tests {
                 "target replicas: ours 4, theirs 2".to_owned()
             ]
         );
+    }
+
+    fn paused(mut t: DecisionTrace) -> DecisionTrace {
+        t.pause = Some(crate::trace::PauseTrace {
+            annotation: hpa_decision::pause::PAUSED.to_owned(),
+            requested_replicas: None,
+            pinned_replicas: None,
+        });
+        t
+    }
+
+    #[test]
+    fn a_paused_decision_is_not_compared() {
+        // It would differ (ours 4, theirs 2) but this controller is paused: pending, paused.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 100, OK),
+            2,
+            &[paused(ours(2, 100, 2))],
+            &[],
+        );
+        assert_eq!(
+            (c.result, c.pending),
+            (ShadowResult::Pending, Some(PendingReason::Paused)),
+            "{}",
+            c.summary
+        );
+        assert_eq!(PendingReason::Paused.as_str(), "paused");
+        // Paused at the decision made from the other side's inputs, unpaused since: the same.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[paused(ours(2, 100, 2)), ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(c.pending, Some(PendingReason::Paused), "{}", c.summary);
+        // Not paused: compared (and differs).
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[ours(2, 100, 2), ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
     }
 
     #[test]

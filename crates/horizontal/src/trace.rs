@@ -13,6 +13,7 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use serde::{Deserialize, Serialize};
 
+use hpa_decision::Pause;
 use hpa_decision::behavior::PolicyType;
 use hpa_decision::decision::{Branch, Decision, Outcome, RescaleResult};
 
@@ -95,6 +96,40 @@ pub struct DecisionTrace {
     pub events: Vec<EventTrace>,
     /// The error returned by the reconcile, if any.
     pub error: Option<String>,
+    /// The pause in effect (`kube-hpa-controller.io/paused` or `paused-replicas`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<PauseTrace>,
+    /// This controller's annotations set with a value that is not valid, ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_annotations: Vec<InvalidAnnotationTrace>,
+}
+
+/// A pause by annotation (no upstream counterpart; `hpa_decision::pause`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseTrace {
+    /// The annotation that pauses the HPA (`kube-hpa-controller.io/paused` or
+    /// `kube-hpa-controller.io/paused-replicas`).
+    pub annotation: String,
+    /// `paused-replicas`: its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_replicas: Option<i32>,
+    /// `paused-replicas`: the count the target is pinned to (the value clamped to
+    /// `[minReplicas, maxReplicas]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_replicas: Option<i32>,
+}
+
+/// One of this controller's annotations with a value that is not valid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvalidAnnotationTrace {
+    /// The annotation.
+    pub annotation: String,
+    /// Its value.
+    pub value: String,
+    /// Why it is not valid (the Warning event's message).
+    pub message: String,
 }
 
 /// The scale target.
@@ -655,7 +690,29 @@ impl DecisionTrace {
             conditions,
             events,
             error: outcome.error.clone(),
+            pause: decision.pause.map(|p| PauseTrace {
+                annotation: p.annotation().to_owned(),
+                requested_replicas: match p {
+                    Pause::Pinned { requested, .. } => Some(requested),
+                    Pause::Paused => None,
+                },
+                pinned_replicas: p.pinned_replicas(),
+            }),
+            invalid_annotations: decision
+                .invalid_annotations
+                .iter()
+                .map(|a| InvalidAnnotationTrace {
+                    annotation: a.annotation.to_owned(),
+                    value: a.value.clone(),
+                    message: a.to_string(),
+                })
+                .collect(),
         }
+    }
+
+    /// Whether the HPA was paused by annotation at this decision.
+    pub fn paused(&self) -> bool {
+        self.pause.is_some()
     }
 }
 
@@ -730,6 +787,8 @@ impl DecisionTrace {
                 message: event.message(),
             }],
             error: Some(err.to_owned()),
+            pause: None,
+            invalid_annotations: Vec::new(),
         }
     }
 }

@@ -1155,3 +1155,232 @@ async fn shadow_decides_again_at_the_moment_of_the_active_controllers_rescale() 
     );
     informer.abort();
 }
+
+/// Every target is a Deployment whose replicas the test sets; every scale write is kept and
+/// sets them.
+#[derive(Default)]
+struct KeepsWrites {
+    replicas: std::sync::atomic::AtomicI32,
+    writes: std::sync::Mutex<Vec<i32>>,
+}
+
+#[async_trait::async_trait]
+impl ScaleClient for KeepsWrites {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        let set = SetReplicas(std::sync::atomic::AtomicI32::new(
+            self.replicas.load(std::sync::atomic::Ordering::SeqCst),
+        ));
+        set.get_scale(namespace, mapping, name).await
+    }
+
+    async fn update_scale(
+        &self,
+        _namespace: &str,
+        _mapping: &ResourceMapping,
+        scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        let n = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+        self.writes.lock().unwrap().push(n);
+        self.replicas.store(n, std::sync::atomic::Ordering::SeqCst);
+        Ok(scale.clone())
+    }
+}
+
+/// The pause annotations through a whole reconcile: `paused: "true"` writes no scale but the
+/// status (replicas, metrics, AbleToScale=False ScalingPaused); `paused-replicas` writes its
+/// count once and then leaves the target; an invalid value gets one Warning event and is
+/// ignored.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn paused_hpas_write_no_scale_a_pin_once_and_warn_once_of_a_bad_value() {
+    use k8s_openapi::api::autoscaling::v2::{
+        ExternalMetricSource, MetricIdentifier, MetricSpec, MetricTarget,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use std::sync::atomic::Ordering;
+
+    let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+    let start: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+    let mut metrics_client = hpa_metrics::MockMetricsClient::new();
+    // 600 in all: at 3 replicas, 200 a replica against a target of 100: 6 replicas.
+    metrics_client
+        .expect_get_external_metric()
+        .returning(move |_, _, _| Ok((vec![600_000], start)));
+    let target = Arc::new(KeepsWrites::default());
+    target.replicas.store(3, Ordering::SeqCst);
+    let controller = HorizontalController::new(ControllerParts {
+        client: server_dropping_observed_generation(seen.clone()),
+        metrics_client: Arc::new(metrics_client),
+        scale_client: Some(target.clone()),
+        log_emissions: true,
+        ..parts(config(&[("scale-target-cache", "false")]))
+    })
+    .unwrap();
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    let mut h = hpa(0);
+    h.spec.max_replicas = 10;
+    h.spec.metrics = Some(vec![MetricSpec {
+        type_: "External".into(),
+        external: Some(ExternalMetricSource {
+            metric: MetricIdentifier {
+                name: "queue".into(),
+                selector: None,
+            },
+            target: MetricTarget {
+                type_: "AverageValue".into(),
+                average_value: Some(Quantity("100".into())),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    }]);
+    let key = "ns-0/hpa-0";
+    let mut version = 10;
+    // The HPA as the informer next sees it: the status last written, these annotations.
+    let mut apply = |annotations: &[(&str, &str)]| {
+        let mut next = h.clone();
+        if let Some(stored) = seen.lock().unwrap().stored.last() {
+            let stored: HorizontalPodAutoscaler = serde_json::from_value(stored.clone()).unwrap();
+            next.status = stored.status;
+        }
+        next.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        version += 1;
+        next.metadata.resource_version = Some(version.to_string());
+        tx.send(Ok(watcher::Event::Apply(next))).unwrap();
+        version.to_string()
+    };
+    let status_puts = || {
+        seen.lock()
+            .unwrap()
+            .requests
+            .iter()
+            .filter(|r| r.starts_with("PUT ") && r.ends_with("/status"))
+            .count()
+    };
+    let last_status = || {
+        let stored: HorizontalPodAutoscaler =
+            serde_json::from_value(seen.lock().unwrap().stored.last().unwrap().clone()).unwrap();
+        stored.status.unwrap()
+    };
+    let able_to_scale = |s: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus| {
+        let c = s
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "AbleToScale")
+            .unwrap();
+        (
+            c.status.clone(),
+            c.reason.clone().unwrap_or_default(),
+            c.message.clone().unwrap_or_default(),
+        )
+    };
+    let events = |mark: usize| -> Vec<(String, String, String)> {
+        controller
+            .recorder()
+            .emitted_since(mark)
+            .into_iter()
+            .map(|e| (e.type_, e.reason, e.message))
+            .collect()
+    };
+
+    // Paused: the metrics ask for 6; no write, the status all the same.
+    let rv = apply(&[("kube-hpa-controller.io/paused", "true")]);
+    settle(|| {
+        controller
+            .cached_hpa("ns-0", "hpa-0")
+            .is_some_and(|c| c.metadata.resource_version.as_deref() == Some(rv.as_str()))
+    })
+    .await;
+    controller.reconcile_key(key).await.unwrap();
+    assert!(target.writes.lock().unwrap().is_empty());
+    assert_eq!(status_puts(), 1);
+    let status = last_status();
+    assert_eq!(
+        (status.current_replicas, status.desired_replicas),
+        (Some(3), 3)
+    );
+    assert_eq!(status.current_metrics.as_ref().map(Vec::len), Some(1));
+    assert_eq!(
+        able_to_scale(&status),
+        (
+            "False".to_owned(),
+            "ScalingPaused".to_owned(),
+            "scaling is paused by the annotation kube-hpa-controller.io/paused: the HPA controller does not update the target scale".to_owned()
+        )
+    );
+    assert!(events(0).is_empty(), "{:?}", events(0));
+    assert!(controller.traces().latest_of(key).unwrap().pause.is_some());
+
+    // Pinned to 5: written once.
+    let rv = apply(&[("kube-hpa-controller.io/paused-replicas", "5")]);
+    settle(|| {
+        controller
+            .cached_hpa("ns-0", "hpa-0")
+            .is_some_and(|c| c.metadata.resource_version.as_deref() == Some(rv.as_str()))
+    })
+    .await;
+    let mark = controller.recorder().emitted_since(0).len();
+    controller.reconcile_key(key).await.unwrap();
+    assert_eq!(*target.writes.lock().unwrap(), vec![5]);
+    assert_eq!(
+        events(mark),
+        vec![(
+            "Normal".to_owned(),
+            "SuccessfulRescale".to_owned(),
+            "New size: 5; reason: paused at 5 replicas by the annotation kube-hpa-controller.io/paused-replicas".to_owned()
+        )]
+    );
+    let status = last_status();
+    assert_eq!(status.desired_replicas, 5);
+    assert_eq!(able_to_scale(&status).1, "ScalingPaused");
+    // Scaled by hand to 4 while pinned: left there.
+    target.replicas.store(4, Ordering::SeqCst);
+    controller.reconcile_key(key).await.unwrap();
+    assert_eq!(*target.writes.lock().unwrap(), vec![5]);
+
+    // A bad value: one Warning naming it, and the HPA autoscales as without it (6 at 4
+    // replicas: 150 a replica against 100).
+    let rv = apply(&[("kube-hpa-controller.io/paused", "maybe")]);
+    settle(|| {
+        controller
+            .cached_hpa("ns-0", "hpa-0")
+            .is_some_and(|c| c.metadata.resource_version.as_deref() == Some(rv.as_str()))
+    })
+    .await;
+    let mark = controller.recorder().emitted_since(0).len();
+    controller.reconcile_key(key).await.unwrap();
+    let emitted = events(mark);
+    assert_eq!(
+        emitted[0],
+        (
+            "Warning".to_owned(),
+            "InvalidAnnotation".to_owned(),
+            "annotation kube-hpa-controller.io/paused has the invalid value \"maybe\": must be \"true\" or \"false\"; it is ignored".to_owned()
+        )
+    );
+    assert_eq!(emitted[1].1, "SuccessfulRescale");
+    assert_eq!(*target.writes.lock().unwrap(), vec![5, 6]);
+    assert_eq!(able_to_scale(&last_status()).1, "SucceededRescale");
+    let mark = controller.recorder().emitted_since(0).len();
+    controller.reconcile_key(key).await.unwrap();
+    assert!(events(mark).is_empty(), "warned once: {:?}", events(mark));
+    informer.abort();
+}

@@ -195,7 +195,9 @@ impl Reconciler {
                 .and_then(|s| s.selector.clone())
                 .unwrap_or_default();
 
-            if shadow {
+            // A paused HPA is not compared with the other side (`hpa_decision::pause`): no
+            // decision at its moment.
+            if shadow && hpa_decision::pause::pause_annotations(&hpa).pause.is_none() {
                 // Before the other side's rescale is stored as a scale event: decided from the
                 // history as it stood before that rescale.
                 at_their_moment = self
@@ -212,6 +214,8 @@ impl Reconciler {
                         },
                     )
                     .await;
+            }
+            if shadow {
                 self.observe_target_change(key, &hpa, &original, current, now);
             }
             let branch = Branch::for_hpa(&hpa, current, &self.decision_config);

@@ -596,3 +596,85 @@ fn a_scale_target_that_cannot_be_read_is_traced() {
     assert!(text.contains("its scale could not be read"), "{text}");
     assert!(text.contains("event Warning FailedGetScale"), "{text}");
 }
+
+#[test]
+fn a_paused_decision_names_the_annotation_and_writes_nothing() {
+    let state = HpaState::new();
+    let mut h = hpa(2, 10, vec![cpu_spec(50)], None);
+    let annotate = |h: &mut HorizontalPodAutoscaler, pairs: &[(&str, &str)]| {
+        h.metadata.annotations = Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+    };
+    annotate(&mut h, &[(hpa_decision::pause::PAUSED, "true")]);
+    let cpu = || Some(vec![cpu_result(6, 150, 1.5, PodGroups::default())]);
+    let t = trace_of(&state, &h, 4, now(), cpu());
+    let p = t.pause.as_ref().unwrap();
+    assert_eq!(
+        (p.annotation.as_str(), p.pinned_replicas),
+        ("kube-hpa-controller.io/paused", None)
+    );
+    assert_eq!((t.rescale, t.desired_replicas), (false, 4));
+    assert_eq!(t.write.scale, "notAttempted");
+    assert_eq!(t.metrics[0].proposal, Some(6), "the metrics are still read");
+    assert_eq!(
+        (t.stabilization.as_ref(), t.rate_limit.as_ref()),
+        (None, None)
+    );
+    let text = render_text(&t, None);
+    assert!(
+        text.contains("Paused: kube-hpa-controller.io/paused is true, the scale is not written"),
+        "{text}"
+    );
+    assert!(
+        text.contains("condition AbleToScale=False ScalingPaused: scaling is paused by the annotation kube-hpa-controller.io/paused"),
+        "{text}"
+    );
+
+    // Pinned below minReplicas (clamped), with an invalid `paused` beside it.
+    annotate(
+        &mut h,
+        &[
+            (hpa_decision::pause::PAUSED, "yes"),
+            (hpa_decision::pause::PAUSED_REPLICAS, "1"),
+        ],
+    );
+    let t = trace_of(&state, &h, 4, now(), cpu());
+    let p = t.pause.as_ref().unwrap();
+    assert_eq!(
+        (p.requested_replicas, p.pinned_replicas),
+        (Some(1), Some(2))
+    );
+    assert_eq!((t.rescale, t.desired_replicas), (true, 2));
+    assert_eq!(t.invalid_annotations.len(), 1);
+    assert_eq!(t.invalid_annotations[0].value, "yes");
+    assert_eq!(
+        t.events
+            .iter()
+            .map(|e| e.reason.as_str())
+            .collect::<Vec<_>>(),
+        vec!["InvalidAnnotation", "SuccessfulRescale"]
+    );
+    let text = render_text(&t, None);
+    assert!(
+        text.contains("Paused: kube-hpa-controller.io/paused-replicas 1 pins the target to 2 replicas (clamped"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Ignored: annotation kube-hpa-controller.io/paused has the invalid value \"yes\""
+        ),
+        "{text}"
+    );
+    assert!(text.contains("scale: 4 -> 2"), "{text}");
+
+    // Not paused: no pause in the trace, none in its JSON.
+    h.metadata.annotations = None;
+    let t = trace_of(&state, &h, 2, now(), cpu());
+    assert!(t.pause.is_none() && t.invalid_annotations.is_empty());
+    let json = serde_json::to_value(&t).unwrap();
+    assert!(json.get("pause").is_none() && json.get("invalidAnnotations").is_none());
+}
