@@ -11,12 +11,14 @@
 //! - `kube-hpa-controller.io/paused: "true"` ([`Pause::Paused`]): the controller writes no scale.
 //!   It still reads the target and the metrics and writes the status (`currentReplicas`,
 //!   `currentMetrics`, `desiredReplicas` = the current replicas, `ScalingActive` as the metrics
-//!   say) with `AbleToScale=False ScalingPaused`, whose message names the annotation.
+//!   say) with `AbleToScale=False ScalingPaused`, whose message names the annotation
+//!   (`ScalingLimited` is left as the last decision before the pause set it: no limit applies).
 //!   `"true"` and `"false"` are matched without regard to ASCII case (`"True"`, `"FALSE"`);
 //!   nothing else is accepted (no `"1"`, `"yes"`, no surrounding spaces).
 //! - `kube-hpa-controller.io/paused-replicas: "N"` ([`Pause::Pinned`]): paused as above, and the
 //!   target is scaled to N once; after that it is left where it is (as KEDA does: a scale by
-//!   hand while pinned is not undone). N is a decimal integer ≥ 0 and is clamped to
+//!   hand while pinned is not undone; that the target has had N is kept in memory, so a restart
+//!   or a new leader scales it to N again if it is elsewhere). N is a decimal integer ≥ 0 and is clamped to
 //!   `[minReplicas, maxReplicas]` (KEDA does not clamp): this controller never sets a target
 //!   outside the HPA's range, so that unpausing starts inside it, where the behavior applies (a
 //!   target outside the range is brought to the bound in one write, by upstream's rule, without
