@@ -544,7 +544,7 @@ pub struct Decision {
 /// for [`Branch::FromMetrics`]; if it is missing there, the metrics are treated as an empty
 /// list (upstream's degenerate `len(metricSpecs) == 0` path).
 ///
-/// A paused HPA ([`crate::pause`]) is decided by [`decide_paused`] instead of the branches:
+/// A paused HPA ([`crate::pause`]) is decided by `decide_paused` instead of the branches:
 /// same metrics and `ScalingActive` condition, no normalization, no history.
 pub fn decide(
     state: &HpaState,
