@@ -29,6 +29,9 @@ pub enum ConditionType {
     ScalingLimited,
     /// `ScaledToZero` (1.36+, kubernetes#135118): did this controller scale the target to zero.
     ScaledToZero,
+    /// `MetricFallbackActive`: is a metric's fallback in effect (no upstream counterpart; only
+    /// on HPAs with `kube-hpa-controller.io/metric-fallback`, see [`crate::fallback`]).
+    MetricFallbackActive,
 }
 
 impl ConditionType {
@@ -39,6 +42,7 @@ impl ConditionType {
             ConditionType::ScalingActive => "ScalingActive",
             ConditionType::ScalingLimited => "ScalingLimited",
             ConditionType::ScaledToZero => "ScaledToZero",
+            ConditionType::MetricFallbackActive => "MetricFallbackActive",
         }
     }
 }
@@ -245,6 +249,10 @@ pub enum HpaCondition {
     /// `AbleToScale=False ScalingPaused`: a pause annotation is set (no upstream counterpart,
     /// see [`crate::pause`]).
     ScalingPaused(crate::pause::Pause),
+    /// `MetricFallbackActive`: `True FallbackInEffect` with the fallbacks in effect, `False
+    /// NoFallbackInEffect` when there are none (no upstream counterpart, see
+    /// [`crate::fallback`]).
+    MetricFallbackActive(Vec<crate::fallback::ActiveFallback>),
     /// The degenerate condition upstream sets when `spec.metrics` is empty
     /// (`computeReplicasForMetrics`): empty type, status, reason and message.
     Empty,
@@ -269,6 +277,7 @@ impl HpaCondition {
             | ValidMetricFound { .. } => ConditionType::ScalingActive,
             ScalingLimited { .. } => ConditionType::ScalingLimited,
             ScaledToZero | NotScaledToZero => ConditionType::ScaledToZero,
+            MetricFallbackActive(_) => ConditionType::MetricFallbackActive,
             Empty => return None,
         })
     }
@@ -289,6 +298,8 @@ impl HpaCondition {
             | ValidMetricFound { .. } => "True",
             ScalingLimited { limited: true, .. } => "True",
             ScalingLimited { limited: false, .. } => "False",
+            MetricFallbackActive(active) if !active.is_empty() => "True",
+            MetricFallbackActive(_) => "False",
             FailedGetScale { .. }
             | FailedUpdateScale { .. }
             | ScalingPaused(_)
@@ -320,6 +331,8 @@ impl HpaCondition {
             ScaledToZero => "ScaledToZero",
             NotScaledToZero => "NotScaledToZero",
             ScalingPaused(_) => "ScalingPaused",
+            MetricFallbackActive(active) if !active.is_empty() => "FallbackInEffect",
+            MetricFallbackActive(_) => "NoFallbackInEffect",
             Empty => "",
         }
     }
@@ -362,6 +375,10 @@ impl HpaCondition {
             ScaledToZero => "the HPA controller scaled the workload to zero".to_owned(),
             NotScaledToZero => "the HPA controller did not scale the workload to zero".to_owned(),
             ScalingPaused(p) => p.message(),
+            MetricFallbackActive(active) if !active.is_empty() => {
+                crate::fallback::active_message(active)
+            }
+            MetricFallbackActive(_) => crate::fallback::inactive_message(),
             Empty => String::new(),
         }
     }
@@ -418,6 +435,16 @@ pub fn set_condition_in_list<'a>(
     existing.reason = Some(reason.to_owned());
     existing.message = Some(message);
     existing
+}
+
+/// Remove the condition of `type_`, if present (no upstream counterpart: upstream never removes
+/// a condition; this controller removes its own `MetricFallbackActive` when the annotation
+/// that asks for it is gone).
+pub fn remove_condition(
+    conditions: &mut Vec<HorizontalPodAutoscalerCondition>,
+    type_: ConditionType,
+) {
+    conditions.retain(|c| c.type_ != type_.as_str());
 }
 
 /// Upstream `setCondition` for one catalogue entry; returns the condition set.

@@ -8,7 +8,10 @@
 //!
 //! 1. after the scale GET, [`Branch::for_hpa`] tells whether metrics are needed;
 //! 2. the caller computes each metric ([`MetricResult`]) and aggregates them with
-//!    [`MetricsOutcome::from_results`] (or reports a selector failure);
+//!    [`MetricsOutcome::from_results`] (or reports a selector failure); with this controller's
+//!    metric fallbacks ([`crate::fallback`]), it counts the failures
+//!    ([`HpaState::observe_metric_failures`]) and aggregates with
+//!    [`MetricsOutcome::with_fallbacks`];
 //! 3. [`decide`] normalizes and records everything in a [`Decision`];
 //! 4. the caller writes the scale if [`Decision::rescale`], then [`Decision::complete`]
 //!    renders the new status, the events, the error and the monitor action.
@@ -20,16 +23,21 @@ use k8s_openapi::api::autoscaling::v2::{
     HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus, MetricStatus,
 };
 
+use crate::annotations::InvalidAnnotation;
 use crate::behavior::EffectiveBehavior;
 use crate::conditions::{
-    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message, set_condition,
+    ConditionType, HpaCondition, MetricFailureReason, invalid_selector_message, remove_condition,
+    set_condition,
 };
 use crate::error_source::ErrorSource;
 use crate::events::HpaEvent;
+use crate::fallback::{
+    ActiveFallback, FallbackTransition, MetricFallbackStatus, fallback_annotation,
+};
 use crate::gofmt::{GoArg, quote, sprintf};
 use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use crate::normalize::Normalization;
-use crate::pause::{InvalidAnnotation, Pause, pause_annotations};
+use crate::pause::{Pause, pause_annotations};
 use crate::state::HpaState;
 use crate::status::{
     set_current_replicas_and_metrics_in_status, set_status, status_semantically_equal,
@@ -282,8 +290,13 @@ pub struct MetricsOutcome {
     /// How many metrics failed.
     pub invalid_metrics: usize,
     /// Every metric's type and proposal or failure, in spec order (empty on selector
-    /// failure).
+    /// failure). A metric whose fallback is in effect has the fallback's proposal (or the
+    /// failure of computing it from a fallback value).
     pub per_metric: Vec<(String, Result<MetricProposal, MetricFailure>)>,
+    /// What this read made of each metric with a fallback
+    /// (`kube-hpa-controller.io/metric-fallback`, [`crate::fallback`]; no upstream
+    /// counterpart), in the annotation's order; empty without the annotation.
+    pub fallbacks: Vec<MetricFallbackStatus>,
 }
 
 impl MetricsOutcome {
@@ -294,6 +307,21 @@ impl MetricsOutcome {
     /// scale below `spec_replicas`, gives -1 with the first failure's condition; otherwise
     /// `ScalingActive=True ValidMetricFound`.
     pub fn from_results(spec_replicas: i32, results: Vec<MetricResult>) -> Self {
+        Self::with_fallbacks(spec_replicas, results, Vec::new())
+    }
+
+    /// [`from_results`](Self::from_results) with this controller's metric fallbacks
+    /// ([`crate::fallback`]; no upstream counterpart): `fallbacks` is what this read made of
+    /// each metric with a fallback ([`HpaState::observe_metric_failures`], with the results of
+    /// `value` fallbacks in effect filled in by the caller). A metric whose fallback is in
+    /// effect has its failure reported as always (its `FailedGet*Metric` event) and then
+    /// proposes the fallback instead of failing; a fallback coming into or out of effect adds
+    /// its event after the metric's. Without fallbacks this is exactly upstream's aggregation.
+    pub fn with_fallbacks(
+        spec_replicas: i32,
+        results: Vec<MetricResult>,
+        mut fallbacks: Vec<MetricFallbackStatus>,
+    ) -> Self {
         let total = results.len();
         let mut replicas = 0i32;
         let mut metric_name = String::new();
@@ -303,9 +331,23 @@ impl MetricsOutcome {
         let mut events = Vec::new();
         let mut statuses = Vec::with_capacity(total);
         let mut per_metric = Vec::with_capacity(total);
-        for r in results {
-            per_metric.push((r.metric_type.clone(), r.outcome.clone()));
-            match r.outcome {
+        for (i, r) in results.into_iter().enumerate() {
+            let (mut status, mut outcome) = (r.status, r.outcome);
+            if let Err(f) = &outcome {
+                events.push(HpaEvent::FailedGetMetric {
+                    reason: f.reason,
+                    err: f.condition_error.clone(),
+                });
+            }
+            if let Some(fb) = fallbacks.iter_mut().find(|f| f.fallback.index == i) {
+                if let Some((s, o)) = fb.replacement() {
+                    fb.replaced = outcome.err();
+                    (status, outcome) = (s, o);
+                }
+                events.extend(fallback_event(fb));
+            }
+            per_metric.push((r.metric_type, outcome.clone()));
+            match outcome {
                 Ok(p) => {
                     if replicas == 0 || p.replicas > replicas {
                         replicas = p.replicas;
@@ -314,17 +356,13 @@ impl MetricsOutcome {
                     }
                 }
                 Err(f) => {
-                    events.push(HpaEvent::FailedGetMetric {
-                        reason: f.reason,
-                        err: f.condition_error.clone(),
-                    });
                     if first.is_none() {
                         first = Some(f);
                     }
                     invalid += 1;
                 }
             }
-            statuses.push(r.status);
+            statuses.push(status);
         }
         let error = first.as_ref().map(|e| {
             sprintf(
@@ -354,6 +392,7 @@ impl MetricsOutcome {
                 events,
                 invalid_metrics: invalid,
                 per_metric,
+                fallbacks,
             };
         }
         MetricsOutcome {
@@ -369,6 +408,7 @@ impl MetricsOutcome {
             events,
             invalid_metrics: invalid,
             per_metric,
+            fallbacks,
         }
     }
 
@@ -417,12 +457,46 @@ impl MetricsOutcome {
             events: event.into_iter().collect(),
             invalid_metrics: 0,
             per_metric: Vec::new(),
+            fallbacks: Vec::new(),
         }
     }
 
     /// Whether the controller cannot act on these metrics (`-1` with an error).
     pub fn is_total_failure(&self) -> bool {
         self.error.is_some() && self.replicas == -1
+    }
+
+    /// The fallbacks in effect at this read.
+    pub fn active_fallbacks(&self) -> Vec<ActiveFallback> {
+        self.fallbacks
+            .iter()
+            .filter(|f| f.in_effect)
+            .filter_map(|f| {
+                Some(ActiveFallback {
+                    fallback: f.fallback.clone(),
+                    since: f.first_failure?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The event of a fallback coming into or out of effect at this read, if it did.
+fn fallback_event(fb: &MetricFallbackStatus) -> Option<HpaEvent> {
+    match fb.transition? {
+        FallbackTransition::Activated => Some(HpaEvent::MetricFallbackActivated {
+            fallback: fb.fallback.clone(),
+            failing_for: fb.failing_for,
+            failures: fb.failures,
+        }),
+        FallbackTransition::Cleared {
+            failing_for,
+            failures,
+        } => Some(HpaEvent::MetricFallbackCleared {
+            fallback: fb.fallback.clone(),
+            failing_for,
+            failures,
+        }),
     }
 }
 
@@ -536,8 +610,12 @@ pub struct Decision {
     /// counterpart, see [`crate::pause`]).
     pub pause: Option<Pause>,
     /// This controller's annotations set with a value that is not valid, ignored (each is
-    /// reported once with a Warning event, see [`crate::pause`]).
+    /// reported once with a Warning event, see [`crate::annotations`]).
     pub invalid_annotations: Vec<InvalidAnnotation>,
+    /// Whether the HPA has a valid `kube-hpa-controller.io/metric-fallback` annotation (no
+    /// upstream counterpart, see [`crate::fallback`]): its `MetricFallbackActive` condition is
+    /// kept, and removed without it.
+    pub fallback_configured: bool,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
@@ -545,7 +623,9 @@ pub struct Decision {
 /// list (upstream's degenerate `len(metricSpecs) == 0` path).
 ///
 /// A paused HPA ([`crate::pause`]) is decided by `decide_paused` instead of the branches:
-/// same metrics and `ScalingActive` condition, no normalization, no history.
+/// same metrics and `ScalingActive` condition, no normalization, no history. An HPA with a
+/// valid metric fallback annotation ([`crate::fallback`]) gets its `MetricFallbackActive`
+/// condition whenever the metrics were read.
 pub fn decide(
     state: &HpaState,
     config: &DecisionConfig,
@@ -562,6 +642,9 @@ pub fn decide(
         .as_ref()
         .map(|b| EffectiveBehavior::new(b, config.downscale_stabilization_window));
     let annotations = pause_annotations(hpa);
+    let fallback = fallback_annotation(hpa);
+    let mut invalid = annotations.invalid;
+    invalid.extend(fallback.invalid);
     if annotations.pause.is_some() {
         // A paused HPA keeps no history: see "Unpausing" in `crate::pause`.
         state.forget_history(input.key);
@@ -569,7 +652,7 @@ pub fn decide(
         state.set_pinned(input.key, None);
         state.record_initial_recommendation(input.key, current, input.now);
     }
-    let warnings = state.new_warnings(input.key, &annotations.invalid);
+    let warnings = state.new_warnings(input.key, &invalid);
     let branch = Branch::for_hpa(hpa, current, config);
     let mut d = Decision {
         key: input.key.to_owned(),
@@ -610,12 +693,20 @@ pub fn decide(
             .observed_generation
             .then(|| hpa.metadata.generation.unwrap_or(0)),
         pause: annotations.pause,
-        invalid_annotations: annotations.invalid,
+        invalid_annotations: invalid,
+        fallback_configured: !fallback.fallbacks.is_empty(),
     };
     if let Some(pause) = d.pause {
         decide_paused(&mut d, state, pause, metrics);
     } else {
         decide_branch(&mut d, state, config, input, metrics);
+    }
+    // The metrics were read (not a selector failure): say whether a fallback is in effect.
+    if d.fallback_configured
+        && let Some(m) = d.metrics.as_ref().filter(|m| m.statuses.is_some())
+    {
+        d.conditions
+            .push(HpaCondition::MetricFallbackActive(m.active_fallbacks()));
     }
     if let ZeroReplicas::ScaledToZeroCondition { gate: true } = config.zero_replicas
         && d.rescale
@@ -873,6 +964,20 @@ impl Decision {
         for a in &self.invalid_annotations {
             let _ = writeln!(s, "ignored: {a}");
         }
+        for f in self.metrics.iter().flat_map(|m| &m.fallbacks) {
+            let _ = writeln!(
+                s,
+                "fallback {}: {} failures over {}{}",
+                f.fallback.describe(),
+                f.failures,
+                crate::fallback::go_seconds(f.failing_for),
+                if f.in_effect {
+                    format!(", in effect: {}", f.fallback.action_text())
+                } else {
+                    String::new()
+                }
+            );
+        }
         if let Some(t) = &self.tolerances {
             let _ = writeln!(s, "tolerances: down={} up={}", t.scale_down, t.scale_up);
         }
@@ -938,6 +1043,12 @@ impl Decision {
         let mut status = previous.clone();
         for c in &self.conditions {
             self.set_condition(&mut status, c);
+        }
+        if !self.fallback_configured
+            && let Some(conditions) = status.conditions.as_mut()
+        {
+            // No (valid) fallback annotation: no condition about it (`crate::fallback`).
+            remove_condition(conditions, ConditionType::MetricFallbackActive);
         }
         let mut events = self.events.clone();
         let metric_statuses = self.metrics.as_ref().and_then(|m| m.statuses.clone());
@@ -1177,3 +1288,6 @@ mod tests;
 
 #[cfg(test)]
 mod pause_tests;
+
+#[cfg(test)]
+mod fallback_tests;

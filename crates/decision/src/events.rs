@@ -6,11 +6,12 @@
 
 use std::fmt;
 
+use crate::annotations::InvalidAnnotation;
 use crate::conditions::{
     MetricFailureReason, ambiguous_selector_message, invalid_selector_message,
 };
+use crate::fallback::{MetricFallback, go_seconds};
 use crate::gofmt::{GoArg, sprintf};
-use crate::pause::InvalidAnnotation;
 
 /// The source component of every event.
 pub const EVENT_SOURCE_COMPONENT: &str = "horizontal-pod-autoscaler";
@@ -90,15 +91,37 @@ pub enum HpaEvent {
         err: String,
     },
     /// Warning `InvalidAnnotation`: one of this controller's annotations has a value that is
-    /// not valid and is ignored (no upstream counterpart, see [`crate::pause`]).
+    /// not valid and is ignored (no upstream counterpart, see [`crate::annotations`]).
     InvalidAnnotation(InvalidAnnotation),
+    /// Normal `MetricFallbackActivated`: a metric's fallback came into effect (no upstream
+    /// counterpart; KEP-5679's `ExternalMetricFallbackActivated`, see [`crate::fallback`]).
+    MetricFallbackActivated {
+        /// The metric's fallback.
+        fallback: MetricFallback,
+        /// From the first failed read of the streak to this one.
+        failing_for: jiff::SignedDuration,
+        /// Failed reads in a row.
+        failures: u32,
+    },
+    /// Normal `MetricFallbackCleared`: a metric whose fallback was in effect was read again
+    /// (no upstream counterpart, see [`crate::fallback`]).
+    MetricFallbackCleared {
+        /// The metric's fallback.
+        fallback: MetricFallback,
+        /// From the first failed read of the streak to this read.
+        failing_for: jiff::SignedDuration,
+        /// Failed reads in a row.
+        failures: u32,
+    },
 }
 
 impl HpaEvent {
     /// `Normal` or `Warning`.
     pub fn event_type(&self) -> EventType {
         match self {
-            HpaEvent::SuccessfulRescale { .. } => EventType::Normal,
+            HpaEvent::SuccessfulRescale { .. }
+            | HpaEvent::MetricFallbackActivated { .. }
+            | HpaEvent::MetricFallbackCleared { .. } => EventType::Normal,
             _ => EventType::Warning,
         }
     }
@@ -116,6 +139,8 @@ impl HpaEvent {
             HpaEvent::SuccessfulRescale { .. } => "SuccessfulRescale",
             HpaEvent::FailedUpdateStatus { .. } => "FailedUpdateStatus",
             HpaEvent::InvalidAnnotation(_) => "InvalidAnnotation",
+            HpaEvent::MetricFallbackActivated { .. } => "MetricFallbackActivated",
+            HpaEvent::MetricFallbackCleared { .. } => "MetricFallbackCleared",
         }
     }
 
@@ -148,6 +173,25 @@ impl HpaEvent {
                 &[GoArg::int32(*new_size), GoArg::str(reason.as_str())],
             ),
             HpaEvent::InvalidAnnotation(e) => e.to_string(),
+            HpaEvent::MetricFallbackActivated {
+                fallback,
+                failing_for,
+                failures,
+            } => format!(
+                "fallback activated for {} after {} of consecutive failures ({failures} in a row), using {}",
+                fallback.describe(),
+                go_seconds(*failing_for),
+                fallback.action_text()
+            ),
+            HpaEvent::MetricFallbackCleared {
+                fallback,
+                failing_for,
+                failures,
+            } => format!(
+                "fallback cleared for {}: the metric was read again after {} of consecutive failures ({failures} in a row)",
+                fallback.describe(),
+                go_seconds(*failing_for)
+            ),
         }
     }
 }
@@ -168,6 +212,15 @@ impl fmt::Display for HpaEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn queue_depth() -> MetricFallback {
+        MetricFallback {
+            index: 1,
+            metric: "External/queue_depth".into(),
+            threshold: crate::fallback::FallbackThreshold::Failures(3),
+            action: crate::fallback::FallbackAction::Replicas(10),
+        }
+    }
 
     #[test]
     fn catalogue() {
@@ -255,11 +308,31 @@ mod tests {
                 event: HpaEvent::InvalidAnnotation(InvalidAnnotation {
                     annotation: crate::pause::PAUSED,
                     value: "yes".into(),
-                    reason: "must be \"true\" or \"false\"",
+                    reason: "must be \"true\" or \"false\"".into(),
                 }),
                 type_: "Warning",
                 reason: "InvalidAnnotation",
                 message: "annotation kube-hpa-controller.io/paused has the invalid value \"yes\": must be \"true\" or \"false\"; it is ignored",
+            },
+            Case {
+                event: HpaEvent::MetricFallbackActivated {
+                    fallback: queue_depth(),
+                    failing_for: jiff::SignedDuration::from_secs(180),
+                    failures: 13,
+                },
+                type_: "Normal",
+                reason: "MetricFallbackActivated",
+                message: "fallback activated for spec.metrics[1] (External/queue_depth) after 3m0s of consecutive failures (13 in a row), using the fallback replica count 10",
+            },
+            Case {
+                event: HpaEvent::MetricFallbackCleared {
+                    fallback: queue_depth(),
+                    failing_for: jiff::SignedDuration::from_secs(195),
+                    failures: 14,
+                },
+                type_: "Normal",
+                reason: "MetricFallbackCleared",
+                message: "fallback cleared for spec.metrics[1] (External/queue_depth): the metric was read again after 3m15s of consecutive failures (14 in a row)",
             },
         ];
         for case in cases {

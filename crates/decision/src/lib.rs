@@ -11,17 +11,20 @@
 //! ([`calculation`]), per-HPA tolerances ([`tolerance`]), the metrics' `action`/`error`
 //! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]), Go
 //! `fmt` emulation ([`gofmt`]) and Go's float-to-integer conversions ([`goconv`]); and this
-//! controller's own pause annotations ([`pause`], no upstream counterpart). The types other crates use most are re-exported here.
+//! controller's own annotations ([`annotations`], no upstream counterpart): pause ([`pause`])
+//! and metric fallback ([`fallback`], after KEP-5679). The types other crates use most are re-exported here.
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
 
+pub mod annotations;
 pub mod behavior;
 pub mod calculation;
 pub mod conditions;
 pub mod decision;
 pub mod error_source;
 pub mod events;
+pub mod fallback;
 pub mod goconv;
 pub mod gofmt;
 pub mod labels;
@@ -33,6 +36,7 @@ pub mod state;
 pub mod status;
 pub mod tolerance;
 
+pub use annotations::InvalidAnnotation;
 pub use conditions::{HpaCondition, MetricFailureReason};
 pub use decision::{
     Branch, Decision, DecisionConfig, DecisionInput, MetricFailure, MetricResult, MetricsOutcome,
@@ -40,9 +44,10 @@ pub use decision::{
 };
 pub use error_source::ErrorSource;
 pub use events::HpaEvent;
+pub use fallback::{MetricFallback, MetricFallbackStatus};
 pub use labels::{ActionLabel, ErrorKind, ErrorLabel};
 pub use normalize::Normalization;
-pub use pause::{InvalidAnnotation, Pause};
+pub use pause::Pause;
 pub use scale_events::TimestampedScaleEvent;
 pub use state::HpaState;
 pub use tolerance::Tolerances;

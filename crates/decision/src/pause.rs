@@ -29,11 +29,9 @@
 //!   says (as KEDA: `paused: "false"` does not unpause a pinned HPA).
 //!
 //! A value that is not valid is reported once per HPA and value with a Warning event
-//! `InvalidAnnotation` naming the annotation and the value ([`InvalidAnnotation`]), and the HPA
-//! behaves as without that annotation (KEDA pauses on a `paused` value that is not a boolean).
-//! The event is not repeated at every sync: the event recorder's spam filter lets 25 Warning
-//! events of one HPA through and then one per 5 minutes, so a Warning at every sync would
-//! crowd out the HPA's other Warnings; the value is shown in every decision trace instead.
+//! `InvalidAnnotation` naming the annotation and the value ([`InvalidAnnotation`], see
+//! [`crate::annotations`] for why once), and the HPA behaves as without that annotation (KEDA
+//! pauses on a `paused` value that is not a boolean).
 //!
 //! # Unpausing
 //!
@@ -60,27 +58,13 @@
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
+pub use crate::annotations::{ANNOTATION_PREFIX, InvalidAnnotation};
 use crate::decision::{max_replicas, min_replicas};
-use crate::gofmt::quote;
 
-/// The prefix of every annotation this controller reads.
-pub const ANNOTATION_PREFIX: &str = "kube-hpa-controller.io/";
 /// Pauses the HPA: `"true"` or `"false"`.
 pub const PAUSED: &str = "kube-hpa-controller.io/paused";
 /// Pauses the HPA with the target pinned to a replica count: a decimal integer ≥ 0.
 pub const PAUSED_REPLICAS: &str = "kube-hpa-controller.io/paused-replicas";
-
-/// An annotation whose value is not valid: the HPA behaves as without it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("annotation {annotation} has the invalid value {}: {reason}; it is ignored", quote(.value))]
-pub struct InvalidAnnotation {
-    /// The annotation's name.
-    pub annotation: &'static str,
-    /// The value as set.
-    pub value: String,
-    /// What a valid value is.
-    pub reason: &'static str,
-}
 
 /// How an HPA is paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +148,7 @@ pub fn parse_paused(value: &str) -> Result<bool, InvalidAnnotation> {
         Err(InvalidAnnotation {
             annotation: PAUSED,
             value: value.to_owned(),
-            reason: "must be \"true\" or \"false\"",
+            reason: "must be \"true\" or \"false\"".into(),
         })
     }
 }
@@ -172,10 +156,10 @@ pub fn parse_paused(value: &str) -> Result<bool, InvalidAnnotation> {
 /// The value of `kube-hpa-controller.io/paused-replicas`: a decimal 32-bit integer ≥ 0 (an
 /// optional `+`, no spaces).
 pub fn parse_paused_replicas(value: &str) -> Result<i32, InvalidAnnotation> {
-    let invalid = |reason| InvalidAnnotation {
+    let invalid = |reason: &'static str| InvalidAnnotation {
         annotation: PAUSED_REPLICAS,
         value: value.to_owned(),
-        reason,
+        reason: reason.into(),
     };
     let n: i32 = value
         .parse()
@@ -294,7 +278,7 @@ mod tests {
         ] {
             let e = parse_paused_replicas(v).unwrap_err();
             assert_eq!(
-                (e.annotation, e.value.as_str(), e.reason),
+                (e.annotation, e.value.as_str(), e.reason.as_ref()),
                 (PAUSED_REPLICAS, v, reason)
             );
         }

@@ -10,11 +10,13 @@
 use dashmap::DashMap;
 use jiff::{SignedDuration, Timestamp};
 
+use crate::annotations::InvalidAnnotation;
 use crate::behavior::EffectiveBehavior;
+use crate::decision::MetricResult;
+use crate::fallback::{FailureRecord, MetricFallback, MetricFallbackStatus};
 use crate::normalize::{
     Normalization, normalize_desired_replicas, normalize_desired_replicas_with_behaviors,
 };
-use crate::pause::InvalidAnnotation;
 use crate::recommendations::{TimestampedRecommendation, record_initial_recommendation};
 use crate::scale_events::{TimestampedScaleEvent, store_scale_event};
 
@@ -31,6 +33,10 @@ pub struct HpaState {
     pins: DashMap<String, i32>,
     /// The invalid annotations already reported with a Warning event.
     warned: DashMap<String, Vec<InvalidAnnotation>>,
+    /// The consecutive failures of every metric with a fallback
+    /// (`kube-hpa-controller.io/metric-fallback`; no upstream counterpart, see
+    /// [`crate::fallback`]). Lost on restart and on leadership change: counting starts over.
+    metric_failures: DashMap<String, Vec<FailureRecord>>,
 }
 
 impl HpaState {
@@ -139,6 +145,7 @@ impl HpaState {
         self.forget_history(key);
         self.pins.remove(key);
         self.warned.remove(key);
+        self.metric_failures.remove(key);
     }
 
     /// Drop the recommendation history and the scale events of `key` (a paused HPA keeps
@@ -182,6 +189,62 @@ impl HpaState {
             .collect();
         *warned = invalid.to_vec();
         new
+    }
+
+    /// One read of the metrics of `key` at `now`, for its metrics with a fallback
+    /// (`fallbacks`, [`crate::fallback::fallback_annotation`]): each failed read is counted,
+    /// a successful one clears the count, and the records of metrics that no longer have a
+    /// fallback are dropped (all of them without the annotation). `results` are the metrics'
+    /// results in `spec.metrics` order. With `record` false nothing is kept: what this read
+    /// would make of them (a decision that is only compared, in shadow mode).
+    pub fn observe_metric_failures(
+        &self,
+        key: &str,
+        now: Timestamp,
+        fallbacks: &[MetricFallback],
+        results: &[MetricResult],
+        record: bool,
+    ) -> Vec<MetricFallbackStatus> {
+        if fallbacks.is_empty() {
+            if record {
+                self.metric_failures.remove(key);
+            }
+            return Vec::new();
+        }
+        let previous = self.metric_failures(key);
+        let mut kept = Vec::new();
+        let mut out = Vec::with_capacity(fallbacks.len());
+        for f in fallbacks {
+            let Some(result) = results.get(f.index) else {
+                continue;
+            };
+            let before = previous.iter().find(|r| r.index == f.index);
+            let (after, status) = crate::fallback::observe(f, before, result.outcome.is_err(), now);
+            kept.extend(after);
+            out.push(status);
+        }
+        if record {
+            self.set_metric_failures(key, kept);
+        }
+        out
+    }
+
+    /// A copy of the failure records of `key`'s metrics with a fallback.
+    pub fn metric_failures(&self, key: &str) -> Vec<FailureRecord> {
+        self.metric_failures
+            .get(key)
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// Replace the failure records of `key` (a decision undone, e.g. made again from a newer
+    /// scale, puts them back as they were).
+    pub fn set_metric_failures(&self, key: &str, records: Vec<FailureRecord>) {
+        if records.is_empty() {
+            self.metric_failures.remove(key);
+        } else {
+            self.metric_failures.insert(key.to_owned(), records);
+        }
     }
 
     /// The number of entries over the three per-HPA maps (recommendations, scale-up and

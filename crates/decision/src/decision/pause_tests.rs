@@ -313,7 +313,7 @@ fn an_invalid_value_is_warned_once_and_ignored() {
         HpaEvent::InvalidAnnotation(InvalidAnnotation {
             annotation: PAUSED,
             value: value.into(),
-            reason: "must be \"true\" or \"false\"",
+            reason: "must be \"true\" or \"false\"".into(),
         })
     };
     let h = hpa(1, 10, None, &[(PAUSED, "yes")]);
