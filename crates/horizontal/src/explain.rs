@@ -166,6 +166,15 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
                 }
                 if let Some(e) = &m.error {
                     let _ = writeln!(s, "      FAILED ({}): {}", e.reason, e.message);
+                }
+                if let Some(f) = &m.fallback {
+                    let _ = writeln!(s, "      {}", fallback_text(f));
+                }
+                let fallback_value = m
+                    .fallback
+                    .as_ref()
+                    .is_some_and(|f| f.in_effect && f.value.is_some());
+                if m.error.is_some() && !fallback_value {
                     continue;
                 }
                 if let Some(c) = &m.current {
@@ -405,6 +414,45 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
     }
     write_status_and_events(&mut s, trace);
     s
+}
+
+/// A metric's fallback (`kube-hpa-controller.io/metric-fallback`) at this read, one line.
+fn fallback_text(f: &crate::trace::MetricFallbackTrace) -> String {
+    let threshold = match (f.failure_duration_seconds, f.failures) {
+        (Some(d), _) => format!(
+            "after {} of failures",
+            hpa_decision::fallback::go_seconds(jiff::SignedDuration::from_secs(d))
+        ),
+        (None, Some(n)) => format!("at {n} failed reads in a row"),
+        (None, None) => String::new(),
+    };
+    let action = match (f.replicas, &f.value) {
+        (Some(n), _) => format!("{n} replicas"),
+        (None, Some(v)) => format!("the value {v} as if read"),
+        (None, None) => String::new(),
+    };
+    let streak = f.first_failure.map_or_else(String::new, |t| {
+        format!(
+            "failing since {t} ({} failed read{} in a row)",
+            f.failed_reads,
+            if f.failed_reads == 1 { "" } else { "s" }
+        )
+    });
+    match (f.in_effect, f.transition.as_deref()) {
+        (true, Some("activated")) => {
+            format!("fallback ({action}) in effect from this read: {streak}")
+        }
+        (true, _) => format!("fallback ({action}) in effect: {streak}"),
+        (false, Some("cleared")) => {
+            format!("fallback ({action} {threshold}): cleared, the metric was read again")
+        }
+        (false, _) if f.first_failure.is_some() => {
+            format!("fallback ({action} {threshold}): not in effect yet, {streak}")
+        }
+        (false, _) => {
+            format!("fallback ({action} {threshold}): not in effect, the metric was read")
+        }
+    }
 }
 
 /// The pause and the ignored annotations of this controller, under the target line.

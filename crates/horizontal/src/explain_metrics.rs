@@ -69,14 +69,14 @@ impl ExplainMetrics {
             shadow_pending: CounterVec::new(
                 opts(
                     "shadow_not_compared_total",
-                    "Shadow mode: decisions not compared, by reason: the active controller had not run since the inputs changed (no_status, target_changed, metrics_changed), its status has no usable metric value (metrics_unrecorded: an average over 0 replicas), the decision was held by its history and differs (history: stabilization windows and policy periods are filled at each controller's own reconcile times), or it differs while the pods changed around it (pods_changed: a status does not record which pods were counted) or the HPA's spec did (spec_changed: a status before 1.37 does not record which generation it was computed from; from 1.37 a status is matched with a decision from its observedGeneration), or this controller's decision was paused by the kube-hpa-controller.io/paused or paused-replicas annotation, which the active controller does not read (paused).",
+                    "Shadow mode: decisions not compared, by reason: the active controller had not run since the inputs changed (no_status, target_changed, metrics_changed), its status has no usable metric value (metrics_unrecorded: an average over 0 replicas), the decision was held by its history and differs (history: stabilization windows and policy periods are filled at each controller's own reconcile times), or it differs while the pods changed around it (pods_changed: a status does not record which pods were counted) or the HPA's spec did (spec_changed: a status before 1.37 does not record which generation it was computed from; from 1.37 a status is matched with a decision from its observedGeneration), or this controller's decision was paused by the kube-hpa-controller.io/paused or paused-replicas annotation, which the active controller does not read (paused), or had a metric's fallback of the kube-hpa-controller.io/metric-fallback annotation in effect, which the active controller does not have (fallback).",
                 ),
                 &["reason"],
             )?,
             shadow_statuses: CounterVec::new(
                 opts(
                     "shadow_statuses_total",
-                    "Shadow mode: the active controller's status writes, each counted once by how shadow mode settled it: result agree or differ (the first comparison with it that was made), or not_compared (replaced before one was; reason: the last one's, no_status, target_changed, metrics_changed, metrics_unrecorded, history, pods_changed, spec_changed or paused). A status replaced before this controller reconciled the HPA at all is not counted.",
+                    "Shadow mode: the active controller's status writes, each counted once by how shadow mode settled it: result agree or differ (the first comparison with it that was made), or not_compared (replaced before one was; reason: the last one's, no_status, target_changed, metrics_changed, metrics_unrecorded, history, pods_changed, spec_changed, paused or fallback). A status replaced before this controller reconciled the HPA at all is not counted.",
                 ),
                 &["result", "reason"],
             )?,

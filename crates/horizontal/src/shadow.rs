@@ -95,6 +95,10 @@ pub enum PendingReason {
     /// `paused-replicas` annotation, which the active controller does not read: nothing to
     /// compare (no upstream counterpart, `hpa_decision::pause`).
     Paused,
+    /// A metric's fallback (`kube-hpa-controller.io/metric-fallback`) was in effect at this
+    /// controller's decision: the active controller, which does not read the annotation,
+    /// decides without the metric (no upstream counterpart, `hpa_decision::fallback`).
+    Fallback,
 }
 
 impl PendingReason {
@@ -109,6 +113,7 @@ impl PendingReason {
             PendingReason::PodsChanged => "pods_changed",
             PendingReason::SpecChanged => "spec_changed",
             PendingReason::Paused => "paused",
+            PendingReason::Fallback => "fallback",
         }
     }
 }
@@ -395,6 +400,14 @@ pub fn compare(
             latest_side,
         );
     }
+    // Nor one with a metric's fallback in effect: the active controller has no fallback.
+    if latest.is_some_and(DecisionTrace::fallback_in_effect) {
+        return pending(
+            PendingReason::Fallback,
+            "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) is in effect in this controller's decision, which the other controller does not read".to_owned(),
+            latest_side,
+        );
+    }
     if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
         return pending(
             PendingReason::NoStatus,
@@ -506,6 +519,16 @@ pub fn compare(
             PendingReason::Paused,
             format!(
                 "not compared: this controller's decision at {} from the other controller's inputs was paused by annotation, which the other controller does not read",
+                matched.time
+            ),
+            our_side,
+        );
+    }
+    if matched.fallback_in_effect() {
+        return pending(
+            PendingReason::Fallback,
+            format!(
+                "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) was in effect in this controller's decision at {} from the other controller's inputs",
                 matched.time
             ),
             our_side,
@@ -983,6 +1006,60 @@ mod tests {
             &theirs(2, 4, 100, OK),
             4,
             &[ours(2, 100, 2), ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+    }
+
+    fn with_fallback(mut t: DecisionTrace, in_effect: bool) -> DecisionTrace {
+        t.metrics[0].fallback = Some(crate::trace::MetricFallbackTrace {
+            failure_duration_seconds: Some(180),
+            failures: None,
+            replicas: Some(10),
+            value: None,
+            first_failure: Some(now()),
+            failed_reads: 13,
+            in_effect,
+            transition: None,
+        });
+        t
+    }
+
+    #[test]
+    fn a_decision_with_a_fallback_in_effect_is_not_compared() {
+        // It would differ (ours 4, theirs 2): a fallback in effect, pending.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 100, OK),
+            2,
+            &[with_fallback(ours(2, 100, 2), true)],
+            &[],
+        );
+        assert_eq!(
+            (c.result, c.pending),
+            (ShadowResult::Pending, Some(PendingReason::Fallback)),
+            "{}",
+            c.summary
+        );
+        assert_eq!(PendingReason::Fallback.as_str(), "fallback");
+        // In effect at the decision made from the other side's inputs, cleared since.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[with_fallback(ours(2, 100, 2), true), ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(c.pending, Some(PendingReason::Fallback), "{}", c.summary);
+        // A fallback configured and not in effect: compared (and differs).
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[with_fallback(ours(2, 100, 2), false), ours(4, 50, 4)],
             &[],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);

@@ -227,8 +227,70 @@ pub struct MetricTrace {
     /// The name the proposal is reported under (`cpu resource utilization (percentage of
     /// request)`).
     pub proposal_name: Option<String>,
-    /// Why it could not be computed.
+    /// Why it could not be computed (with a fallback in effect: why it could not be read).
     pub error: Option<MetricErrorTrace>,
+    /// The metric's fallback (`kube-hpa-controller.io/metric-fallback`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<MetricFallbackTrace>,
+}
+
+/// A metric's fallback and its failures at this read (no upstream counterpart, after
+/// KEP-5679; `hpa_decision::fallback`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricFallbackTrace {
+    /// The threshold `failureDurationSeconds`, when it is the one set (or defaulted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_duration_seconds: Option<i64>,
+    /// The threshold `failures`, when it is the one set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u32>,
+    /// The fallback replica count, when that is the fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// The fallback value as written, when that is the fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The first failed read of the current streak (absent when read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<Timestamp>,
+    /// Failed reads in a row, this one included (0 when read).
+    pub failed_reads: u32,
+    /// Whether the fallback is in effect at this read (`proposal` is then the fallback's).
+    pub in_effect: bool,
+    /// `activated` or `cleared` when it came into or out of effect at this read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition: Option<String>,
+}
+
+impl MetricFallbackTrace {
+    fn new(f: &hpa_decision::MetricFallbackStatus) -> Self {
+        use hpa_decision::fallback::{FallbackAction, FallbackThreshold, FallbackTransition};
+        let (failure_duration_seconds, failures) = match f.fallback.threshold {
+            FallbackThreshold::Duration(d) => (Some(d.as_secs()), None),
+            FallbackThreshold::Failures(n) => (None, Some(n)),
+        };
+        let (replicas, value) = match &f.fallback.action {
+            FallbackAction::Replicas(n) => (Some(*n), None),
+            FallbackAction::Value { text, .. } => (None, Some(text.clone())),
+        };
+        MetricFallbackTrace {
+            failure_duration_seconds,
+            failures,
+            replicas,
+            value,
+            first_failure: f.first_failure,
+            failed_reads: f.failures,
+            in_effect: f.in_effect,
+            transition: f.transition.map(|t| {
+                match t {
+                    FallbackTransition::Activated => "activated",
+                    FallbackTransition::Cleared { .. } => "cleared",
+                }
+                .to_owned()
+            }),
+        }
+    }
 }
 
 /// A metric's failure.
@@ -499,7 +561,15 @@ impl DecisionTrace {
                     proposal: None,
                     proposal_name: None,
                     error: None,
+                    fallback: None,
                 };
+                if let Some(f) = m.fallbacks.iter().find(|f| f.fallback.index == i) {
+                    t.fallback = Some(MetricFallbackTrace::new(f));
+                    t.error = f.replaced.as_ref().map(|r| MetricErrorTrace {
+                        reason: r.reason.as_str().to_owned(),
+                        message: r.error.clone(),
+                    });
+                }
                 match result {
                     Ok(p) => {
                         t.proposal = Some(p.replicas);
@@ -713,6 +783,14 @@ impl DecisionTrace {
     /// Whether the HPA was paused by annotation at this decision.
     pub fn paused(&self) -> bool {
         self.pause.is_some()
+    }
+
+    /// Whether a metric's fallback (`kube-hpa-controller.io/metric-fallback`) was in effect at
+    /// this decision.
+    pub fn fallback_in_effect(&self) -> bool {
+        self.metrics
+            .iter()
+            .any(|m| m.fallback.as_ref().is_some_and(|f| f.in_effect))
     }
 }
 

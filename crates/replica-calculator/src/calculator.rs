@@ -157,6 +157,17 @@ impl ReplicaCalculator {
         &self.config
     }
 
+    /// The same calculator over another metrics client, the same pod lister and configuration
+    /// (no upstream counterpart: the controller computes a metric's fallback value, as if the
+    /// metrics API had answered it, through the same methods).
+    pub fn with_metrics_client(&self, metrics_client: Arc<dyn MetricsClient>) -> Self {
+        Self {
+            metrics_client,
+            pod_lister: Arc::clone(&self.pod_lister),
+            config: self.config,
+        }
+    }
+
     /// The replica count for `target`: the one of upstream's seven `Get*Replicas` methods
     /// that the target's variant names, called with its metric and target number.
     pub async fn calculate(

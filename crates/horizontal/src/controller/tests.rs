@@ -1384,3 +1384,202 @@ async fn paused_hpas_write_no_scale_a_pin_once_and_warn_once_of_a_bad_value() {
     assert!(events(mark).is_empty(), "warned once: {:?}", events(mark));
     informer.abort();
 }
+
+/// The metric fallback annotation through whole reconciles on a virtual clock: an External
+/// metric failing is counted from its first failure and, 30 s later, proposes its fallback's
+/// 8 replicas (rate-limited to 6, then 8), with one `MetricFallbackActivated` event and
+/// `MetricFallbackActive=True`; read again, it clears (one `MetricFallbackCleared`), and the
+/// downscale stabilization window holds the count as for any proposal.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failing_metric_falls_back_after_its_threshold_and_clears_when_read() {
+    use k8s_openapi::api::autoscaling::v2::{
+        ExternalMetricSource, HorizontalPodAutoscalerStatus, MetricIdentifier, MetricSpec,
+        MetricTarget,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+    let start: jiff::Timestamp = "2025-01-01T00:00:00Z".parse().unwrap();
+    let clock = Arc::new(VirtualClock::new(start));
+    let down = Arc::new(AtomicBool::new(true));
+    let mut metrics_client = hpa_metrics::MockMetricsClient::new();
+    let is_down = down.clone();
+    // Up: 300 in all, 100 a replica at 3 replicas against a target of 100: 3 replicas.
+    metrics_client
+        .expect_get_external_metric()
+        .returning(move |_, _, _| {
+            if is_down.load(Ordering::SeqCst) {
+                Err(hpa_metrics::MetricsError::ExternalFetch(
+                    hpa_metrics::FetchError::status(503, "the external metrics adapter is down"),
+                ))
+            } else {
+                Ok((vec![300_000], start))
+            }
+        });
+    let target = Arc::new(KeepsWrites::default());
+    target.replicas.store(3, Ordering::SeqCst);
+    let controller = HorizontalController::new(ControllerParts {
+        client: server_dropping_observed_generation(seen.clone()),
+        metrics_client: Arc::new(metrics_client),
+        scale_client: Some(target.clone()),
+        clock: clock.clone(),
+        log_emissions: true,
+        ..parts(config(&[("scale-target-cache", "false")]))
+    })
+    .unwrap();
+    let (tx, informer, _) = hpa_informer(&controller, Duration::ZERO);
+    let mut h = hpa(0);
+    h.spec.max_replicas = 20;
+    h.spec.metrics = Some(vec![MetricSpec {
+        type_: "External".into(),
+        external: Some(ExternalMetricSource {
+            metric: MetricIdentifier {
+                name: "queue".into(),
+                selector: None,
+            },
+            target: MetricTarget {
+                type_: "AverageValue".into(),
+                average_value: Some(Quantity("100".into())),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    }]);
+    h.metadata.annotations = Some(
+        [(
+            "kube-hpa-controller.io/metric-fallback".to_owned(),
+            r#"[{"metric": "External/queue", "failureDurationSeconds": 30, "replicas": 8}]"#
+                .to_owned(),
+        )]
+        .into(),
+    );
+    let key = "ns-0/hpa-0";
+    let mut version = 10;
+    // The HPA as the informer next sees it: with the status last written.
+    let mut apply = || {
+        let mut next = h.clone();
+        if let Some(stored) = seen.lock().unwrap().stored.last() {
+            let stored: HorizontalPodAutoscaler = serde_json::from_value(stored.clone()).unwrap();
+            next.status = stored.status;
+        }
+        version += 1;
+        next.metadata.resource_version = Some(version.to_string());
+        tx.send(Ok(watcher::Event::Apply(next))).unwrap();
+        version.to_string()
+    };
+    let last_status = || -> HorizontalPodAutoscalerStatus {
+        let stored: HorizontalPodAutoscaler =
+            serde_json::from_value(seen.lock().unwrap().stored.last().unwrap().clone()).unwrap();
+        stored.status.unwrap()
+    };
+    let condition = |s: &HorizontalPodAutoscalerStatus, type_: &str| {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+    };
+    let reasons = |mark: usize| -> Vec<String> {
+        controller
+            .recorder()
+            .emitted_since(mark)
+            .into_iter()
+            .map(|e| e.reason)
+            .collect()
+    };
+    // One reconcile at `secs`: the events emitted before it (to read those after) and its
+    // result.
+    let mut sync = |secs: i64| {
+        clock.set(start + jiff::SignedDuration::from_secs(secs));
+        let rv = apply();
+        let controller = &controller;
+        let mark = controller.recorder().emitted_since(0).len();
+        async move {
+            settle(|| {
+                controller
+                    .cached_hpa("ns-0", "hpa-0")
+                    .is_some_and(|c| c.metadata.resource_version.as_deref() == Some(rv.as_str()))
+            })
+            .await;
+            (mark, controller.reconcile_key(key).await)
+        }
+    };
+
+    // 0 s and 15 s: failing, below the 30 s threshold: upstream's total failure.
+    for secs in [0, 15] {
+        let (mark, result) = sync(secs).await;
+        assert!(result.is_err());
+        assert_eq!(
+            reasons(mark),
+            vec!["FailedGetExternalMetric", "FailedComputeMetricsReplicas"]
+        );
+        let status = last_status();
+        assert_eq!(
+            condition(&status, "ScalingActive"),
+            Some(("False".into(), "FailedGetExternalMetric".into()))
+        );
+        assert_eq!(
+            condition(&status, "MetricFallbackActive"),
+            Some(("False".into(), "NoFallbackInEffect".into()))
+        );
+    }
+    assert!(target.writes.lock().unwrap().is_empty());
+    // 30 s: 30 s of failures: 8 replicas, limited to max(2 x 3, 4) = 6.
+    let (mark, result) = sync(30).await;
+    result.unwrap();
+    assert_eq!(*target.writes.lock().unwrap(), vec![6]);
+    assert_eq!(
+        reasons(mark),
+        vec![
+            "FailedGetExternalMetric",
+            "MetricFallbackActivated",
+            "SuccessfulRescale"
+        ]
+    );
+    let activated = controller.recorder().emitted_since(mark)[1].message.clone();
+    assert_eq!(
+        activated,
+        "fallback activated for spec.metrics[0] (External/queue) after 30s of consecutive failures (3 in a row), using the fallback replica count 8"
+    );
+    let status = last_status();
+    assert_eq!(
+        condition(&status, "MetricFallbackActive"),
+        Some(("True".into(), "FallbackInEffect".into()))
+    );
+    assert_eq!(
+        condition(&status, "ScalingActive"),
+        Some(("True".into(), "ValidMetricFound".into()))
+    );
+    let trace = controller.traces().latest_of(key).unwrap();
+    assert!(trace.fallback_in_effect());
+    assert_eq!(trace.metrics[0].proposal, Some(8));
+    // 45 s: still failing: 8, no second activation.
+    let (mark, result) = sync(45).await;
+    result.unwrap();
+    assert_eq!(*target.writes.lock().unwrap(), vec![6, 8]);
+    assert_eq!(
+        reasons(mark),
+        vec!["FailedGetExternalMetric", "SuccessfulRescale"]
+    );
+    // 60 s: read again (300 over 8 replicas asks for 3): cleared once; the downscale
+    // stabilization window (5 min) holds 8.
+    down.store(false, Ordering::SeqCst);
+    let (mark, result) = sync(60).await;
+    result.unwrap();
+    assert_eq!(*target.writes.lock().unwrap(), vec![6, 8]);
+    assert_eq!(reasons(mark), vec!["MetricFallbackCleared"]);
+    let status = last_status();
+    assert_eq!(
+        condition(&status, "MetricFallbackActive"),
+        Some(("False".into(), "NoFallbackInEffect".into()))
+    );
+    assert_eq!(
+        condition(&status, "AbleToScale"),
+        Some(("True".into(), "ScaleDownStabilized".into()))
+    );
+    let (mark, result) = sync(75).await;
+    result.unwrap();
+    assert!(reasons(mark).is_empty(), "{:?}", reasons(mark));
+    informer.abort();
+}

@@ -183,6 +183,9 @@ impl Reconciler {
         // The recommendation history before deciding: put back if the decision has to be made
         // again from the live scale (see `ScaleWrite::Stale`) or its write never left (fence).
         let history = self.state.recommendations(key);
+        // The same for the failures counted towards the metrics' fallbacks: a read made again
+        // at the same time is counted once.
+        let failures = self.state.metric_failures(key);
         // Shadow mode: decisions at the moment of the other side's last rescale.
         let mut at_their_moment = Vec::new();
         // At most twice: a second time only after a cached scale turned out to be behind.
@@ -222,6 +225,7 @@ impl Reconciler {
             let metrics = if branch.needs_metrics() {
                 Some(
                     self.compute_replicas_for_metrics(
+                        key,
                         &hpa,
                         &namespace,
                         &name,
@@ -275,6 +279,7 @@ impl Reconciler {
                     }
                     ScaleWrite::Stale(live) => {
                         self.state.set_recommendations(key, history.clone());
+                        self.state.set_metric_failures(key, failures.clone());
                         scale = *live;
                         source = ReadSource::Api;
                         continue;
@@ -295,6 +300,7 @@ impl Reconciler {
             // leave late once a renewal succeeds); the decision leaves no recommendation and
             // the HPA is requeued.
             self.state.set_recommendations(key, history);
+            self.state.set_metric_failures(key, failures);
             return (
                 ActionLabel::None,
                 Err(ReconcileError::internal(format!(
@@ -501,6 +507,7 @@ impl Reconciler {
         let metrics = if branch.needs_metrics() {
             Some(
                 self.metrics_outcome(
+                    key,
                     hpa,
                     namespace,
                     name,
@@ -621,6 +628,7 @@ impl Reconciler {
     #[allow(clippy::too_many_arguments)]
     async fn compute_replicas_for_metrics(
         &self,
+        key: &str,
         hpa: &HorizontalPodAutoscaler,
         namespace: &str,
         name: &str,
@@ -631,6 +639,7 @@ impl Reconciler {
         now: Timestamp,
     ) -> MetricsOutcome {
         self.metrics_outcome(
+            key,
             hpa,
             namespace,
             name,
@@ -645,10 +654,12 @@ impl Reconciler {
     }
 
     /// [`compute_replicas_for_metrics`](Self::compute_replicas_for_metrics), its metric
-    /// computations counted in the monitor's series only when `observed`.
+    /// computations counted in the monitor's series, and the failures of the metrics with a
+    /// fallback counted towards it (`hpa_decision::fallback`), only when `observed`.
     #[allow(clippy::too_many_arguments)]
     async fn metrics_outcome(
         &self,
+        key: &str,
         hpa: &HorizontalPodAutoscaler,
         namespace: &str,
         name: &str,
@@ -676,28 +687,22 @@ impl Reconciler {
             .as_ref()
             .and_then(|s| s.current_replicas)
             .unwrap_or(0);
-        let specs = hpa.spec.metrics.as_deref().unwrap_or_default();
         let computer = MetricComputer {
             calculator: &self.calculator,
             selector_style: self.config.selector_style,
         };
-        let mut results = Vec::with_capacity(specs.len());
-        for spec in specs {
-            let start = Instant::now();
-            let r = computer.compute_replicas_for_metric(spec, &ctx).await;
-            if !observed {
-                results.push(r);
-                continue;
-            }
-            self.monitor.observe_metric_computation_result(
-                r.action_label(previous_current),
-                r.error_label(),
-                start.elapsed(),
-                &spec.type_,
-            );
-            results.push(r);
-        }
-        MetricsOutcome::from_results(spec_replicas, results)
+        computer
+            .compute_replicas_for_metrics(hpa, key, &self.state, &ctx, observed, |spec, r, took| {
+                if observed {
+                    self.monitor.observe_metric_computation_result(
+                        r.action_label(previous_current),
+                        r.error_label(),
+                        took,
+                        &spec.type_,
+                    );
+                }
+            })
+            .await
     }
 
     /// `validateAndParseSelector`.

@@ -678,3 +678,156 @@ fn a_paused_decision_names_the_annotation_and_writes_nothing() {
     let json = serde_json::to_value(&t).unwrap();
     assert!(json.get("pause").is_none() && json.get("invalidAnnotations").is_none());
 }
+
+/// [`trace_of`], with the HPA's metric fallbacks: the failures counted in `state` and the
+/// metrics aggregated with them, as the reconcile does.
+fn trace_with_fallbacks(
+    state: &HpaState,
+    h: &HorizontalPodAutoscaler,
+    current: i32,
+    at: Timestamp,
+    results: Vec<MetricResult>,
+) -> DecisionTrace {
+    let fallbacks = hpa_decision::fallback::fallback_annotation(h).fallbacks;
+    let statuses = state.observe_metric_failures("default/web", at, &fallbacks, &results, true);
+    let d = decide(
+        state,
+        &DecisionConfig::default(),
+        DecisionInput {
+            key: "default/web",
+            hpa: h,
+            current_replicas: current,
+            now: at,
+            tolerances: None,
+        },
+        Some(MetricsOutcome::with_fallbacks(current, results, statuses)),
+    );
+    let rescale = if d.rescale {
+        RescaleResult::Succeeded
+    } else {
+        RescaleResult::NotAttempted
+    };
+    let outcome = d.complete(
+        state,
+        &h.status.clone().unwrap_or_default(),
+        rescale.clone(),
+    );
+    let t = DecisionTrace::new(
+        &d,
+        &outcome,
+        TraceContext {
+            hpa: h,
+            status_replicas: current,
+            rescale: &rescale,
+            shadow: false,
+        },
+    );
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(serde_json::from_str::<DecisionTrace>(&json).unwrap(), t);
+    t
+}
+
+#[test]
+fn a_metric_fallback_is_traced_and_explained() {
+    let state = HpaState::new();
+    let queue = MetricSpec {
+        type_: "External".into(),
+        external: Some(k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
+            metric: k8s_openapi::api::autoscaling::v2::MetricIdentifier {
+                name: "queue_depth".into(),
+                selector: None,
+            },
+            target: MetricTarget {
+                type_: "AverageValue".into(),
+                average_value: Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                    "5".into(),
+                )),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    };
+    let mut h = hpa(1, 20, vec![cpu_spec(50), queue], None);
+    h.metadata.annotations = Some(
+        [(
+            hpa_decision::fallback::METRIC_FALLBACK.to_owned(),
+            r#"[{"metric": "External/queue_depth", "failures": 2, "replicas": 10}]"#.to_owned(),
+        )]
+        .into(),
+    );
+    let failed = || MetricResult {
+        metric_type: "External".into(),
+        status: MetricStatus::default(),
+        outcome: Err(MetricFailure {
+            reason: MetricFailureReason::FailedGetExternalMetric,
+            condition_error: "unable to get external metric default/queue_depth/nil: down".into(),
+            error: "failed to get queue_depth external metric value: down".into(),
+            kind: hpa_decision::labels::ErrorKind::Internal,
+            source: None,
+        }),
+    };
+    let cpu = || cpu_result(4, 50, 1.0, PodGroups::default());
+    // The first failure: counted, not in effect.
+    let t = trace_with_fallbacks(&state, &h, 4, now(), vec![cpu(), failed()]);
+    let f = t.metrics[1].fallback.as_ref().unwrap();
+    assert_eq!(
+        (f.failures, f.replicas, f.failed_reads, f.in_effect),
+        (Some(2), Some(10), 1, false)
+    );
+    assert!(t.metrics[0].fallback.is_none());
+    assert!(!t.fallback_in_effect());
+    let text = render_text(&t, None);
+    assert!(
+        text.contains(
+            "fallback (10 replicas at 2 failed reads in a row): not in effect yet, failing since 2026-01-01T12:00:00Z (1 failed read in a row)"
+        ),
+        "{text}"
+    );
+    // The second: in effect, the metric proposes 10 and wins; the read's failure is kept.
+    let at = now() + SignedDuration::from_secs(15);
+    let t = trace_with_fallbacks(&state, &h, 4, at, vec![cpu(), failed()]);
+    assert!(t.fallback_in_effect());
+    let m = &t.metrics[1];
+    assert_eq!(
+        (m.proposal, m.proposal_name.as_deref()),
+        (Some(10), Some("External/queue_depth (fallback)"))
+    );
+    assert_eq!(
+        m.error.as_ref().map(|e| e.reason.as_str()),
+        Some("FailedGetExternalMetric")
+    );
+    assert_eq!(
+        m.fallback.as_ref().unwrap().transition.as_deref(),
+        Some("activated")
+    );
+    assert_eq!(t.winner.as_ref().map(|w| w.index), Some(1));
+    assert_eq!(t.metrics_error, None);
+    let text = render_text(&t, None);
+    for want in [
+        "FAILED (FailedGetExternalMetric): failed to get queue_depth external metric value: down",
+        "fallback (10 replicas) in effect from this read: failing since 2026-01-01T12:00:00Z (2 failed reads in a row)",
+        "[1] External/queue_depth (fallback): 10 replicas  <- the largest, used",
+        "condition MetricFallbackActive=True FallbackInEffect",
+        "event Normal MetricFallbackActivated: fallback activated for spec.metrics[1] (External/queue_depth)",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        json["metrics"][1]["fallback"],
+        serde_json::json!({"failures": 2, "replicas": 10, "firstFailure": "2026-01-01T12:00:00Z",
+            "failedReads": 2, "inEffect": true, "transition": "activated"})
+    );
+    assert!(json["metrics"][0].get("fallback").is_none());
+    // Read again: cleared.
+    let at = now() + SignedDuration::from_secs(30);
+    let t = trace_with_fallbacks(&state, &h, 8, at, vec![cpu(), cpu()]);
+    assert!(!t.fallback_in_effect());
+    let text = render_text(&t, None);
+    assert!(
+        text.contains(
+            "fallback (10 replicas at 2 failed reads in a row): cleared, the metric was read again"
+        ),
+        "{text}"
+    );
+}

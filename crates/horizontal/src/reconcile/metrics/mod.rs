@@ -8,6 +8,7 @@
 //! (`current` reads its fields from the target) and the proposal.
 
 mod external;
+mod fallback;
 mod object;
 mod pods;
 mod resource;
