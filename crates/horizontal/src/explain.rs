@@ -92,6 +92,12 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
             "  No history: computed now on the live cluster with the controller's code, writing nothing.\n  A running controller would also apply its stabilization window (earlier recommendations\n  can hold a scale-down, or a scale-up with a scale-up window) and the behavior policies'\n  periods over its recent scale events; both are empty here, so its answer can differ."
         );
     }
+    if trace.without_history && trace.metrics.iter().any(|m| m.fallback.is_some()) {
+        let _ = writeln!(
+            s,
+            "  Nor does it know a failing metric's earlier failed reads: a metric fallback\n  (kube-hpa-controller.io/metric-fallback) counts from this read only."
+        );
+    }
     if trace.write.shadow && !trace.without_history {
         let _ = writeln!(
             s,

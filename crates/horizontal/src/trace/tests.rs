@@ -830,4 +830,14 @@ fn a_metric_fallback_is_traced_and_explained() {
         ),
         "{text}"
     );
+    assert!(!text.contains("earlier failed reads"), "{text}");
+    // Computed by `hpactl explain` without the controller's history: it says the count is
+    // its own.
+    let mut fresh = t;
+    fresh.without_history = true;
+    let text = render_text(&fresh, None);
+    assert!(
+        text.contains("Nor does it know a failing metric's earlier failed reads"),
+        "{text}"
+    );
 }
