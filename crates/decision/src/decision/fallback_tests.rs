@@ -320,6 +320,10 @@ fn a_failing_metric_counts_as_its_fallback_from_the_threshold_until_it_is_read()
     );
     assert!(!d.metrics.unwrap().fallbacks[0].in_effect);
     assert_eq!(reasons(&o), vec!["FailedGetExternalMetric"]);
+    // Forgotten with the HPA.
+    assert_eq!(state.metric_failures(KEY).len(), 1);
+    state.forget(KEY);
+    assert!(state.metric_failures(KEY).is_empty());
 }
 
 #[test]
