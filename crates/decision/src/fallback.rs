@@ -73,6 +73,23 @@
 //!   `MetricFallbackActivated` when a fallback comes into effect and `MetricFallbackCleared`
 //!   when it clears, once each (KEP-5679's condition is `ExternalMetricFallbackActive` and its
 //!   event `ExternalMetricFallbackActivated`: here every metric type can fall back).
+//!
+//! # Differences from KEP-5679
+//!
+//! - An annotation instead of a `spec` field, and no status fields (the KEP's per-metric
+//!   `fallbackStatus` and `firstFailureTime`): the status stays what upstream writes, the first
+//!   failure is in the condition's message and the decision trace, and the count is in memory
+//!   only (a restart starts over, see above).
+//! - Every metric type, not only External ones (in-cluster metrics APIs fail too).
+//! - `failureDurationSeconds` from 1 s (the KEP's minimum is 180 s, kept as the default), and a
+//!   count of failed reads (`failures`, as KEDA's `fallback.failureThreshold`) as the other
+//!   threshold: the KEP moved from a count to a duration so that the wait does not depend on
+//!   the sync period; a count gives the metric N chances to be read whatever the period.
+//! - A fallback `value` besides `replicas`, for the metrics whose API answers one value (the
+//!   KEP's final text has only a replica count).
+//! - `MetricFallbackActive` / `MetricFallbackActivated` for the KEP's
+//!   `ExternalMetricFallbackActive` / `ExternalMetricFallbackActivated`, the condition only on
+//!   HPAs with the annotation, and an event `MetricFallbackCleared` when a fallback clears.
 
 use std::fmt::Write as _;
 
@@ -86,7 +103,7 @@ use crate::decision::{MetricFailure, MetricProposal, MetricResult};
 /// The metric fallback annotation: a JSON list, see the module documentation.
 pub const METRIC_FALLBACK: &str = "kube-hpa-controller.io/metric-fallback";
 /// KEP-5679's default (and minimum) `failureDurationSeconds`: used when an entry sets no
-/// threshold.
+/// threshold (a shorter one may be set here: see the module documentation's "Differences").
 pub const DEFAULT_FAILURE_DURATION_SECONDS: i64 = 180;
 /// The largest `failureDurationSeconds`: a day.
 pub const MAX_FAILURE_DURATION_SECONDS: i64 = 86_400;
