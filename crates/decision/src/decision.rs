@@ -42,6 +42,7 @@ use crate::state::HpaState;
 use crate::status::{
     set_current_replicas_and_metrics_in_status, set_status, status_semantically_equal,
 };
+use crate::sync_period::sync_period_annotation;
 use crate::tolerance::Tolerances;
 
 /// `rescaleReason` of branch b.
@@ -616,6 +617,9 @@ pub struct Decision {
     /// upstream counterpart, see [`crate::fallback`]): its `MetricFallbackActive` condition is
     /// kept, and removed without it.
     pub fallback_configured: bool,
+    /// The HPA's own sync period (`kube-hpa-controller.io/sync-period`, after KEP-6003; see
+    /// [`crate::sync_period`]): when it is reconciled again, not how it is decided.
+    pub sync_period: Option<std::time::Duration>,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
@@ -643,8 +647,10 @@ pub fn decide(
         .map(|b| EffectiveBehavior::new(b, config.downscale_stabilization_window));
     let annotations = pause_annotations(hpa);
     let fallback = fallback_annotation(hpa);
+    let sync_period = sync_period_annotation(hpa);
     let mut invalid = annotations.invalid;
     invalid.extend(fallback.invalid);
+    invalid.extend(sync_period.invalid);
     if annotations.pause.is_some() {
         // A paused HPA keeps no history: see "Unpausing" in `crate::pause`.
         state.forget_history(input.key);
@@ -695,6 +701,7 @@ pub fn decide(
         pause: annotations.pause,
         invalid_annotations: invalid,
         fallback_configured: !fallback.fallbacks.is_empty(),
+        sync_period: sync_period.period,
     };
     if let Some(pause) = d.pause {
         decide_paused(&mut d, state, pause, metrics);

@@ -12,7 +12,8 @@
 //! labels ([`labels`]), the errors a failure keeps as its cause ([`error_source`]), Go
 //! `fmt` emulation ([`gofmt`]) and Go's float-to-integer conversions ([`goconv`]); and this
 //! controller's own annotations ([`annotations`], no upstream counterpart): pause ([`pause`])
-//! and metric fallback ([`fallback`], after KEP-5679). The types other crates use most are re-exported here.
+//! metric fallback ([`fallback`], after KEP-5679) and a per-HPA sync period ([`sync_period`],
+//! after KEP-6003). The types other crates use most are re-exported here.
 //!
 //! No HTTP client, async runtime or metrics registry: the controller (`hpa-horizontal`) reads
 //! the API and applies what is decided here; `hack/test.sh` checks the dependency tree.
@@ -34,6 +35,7 @@ pub mod recommendations;
 mod scale_events;
 pub mod state;
 pub mod status;
+pub mod sync_period;
 pub mod tolerance;
 
 pub use annotations::InvalidAnnotation;
