@@ -36,6 +36,7 @@ use crate::trace::TraceStore;
 use hpa_decision::decision::{Decision, DecisionConfig, ZeroReplicas};
 use hpa_decision::gofmt::SelectorStyle;
 use hpa_decision::state::HpaState;
+use hpa_decision::sync_period::sync_period_annotation;
 
 /// The queue name, also the `name` label of the workqueue metrics.
 pub const QUEUE_NAME: &str = "horizontalpodautoscaler";
@@ -356,7 +357,7 @@ impl ControllerState {
         if now {
             self.queue.add(key);
         } else {
-            self.queue.add_rate_limited(key);
+            self.add_at_sync_period(key, Some(hpa));
         }
         let hpa_key = HpaKey::new(
             hpa.metadata.namespace.clone().unwrap_or_default(),
@@ -365,6 +366,29 @@ impl ControllerState {
         if self.reconciler.selectors.register_if_absent(hpa_key) {
             self.reconciler.monitor.observe_hpa_addition();
         }
+    }
+}
+
+impl ControllerState {
+    /// Re-adds `key` one sync period from now: `AddRateLimited` (the global period, the HPA
+    /// queue's fixed-interval limiter), or `AddAfter` the HPA's own period when `hpa` (as
+    /// cached at this re-add) has a valid `kube-hpa-controller.io/sync-period`
+    /// ([`hpa_decision::sync_period`], after KEP-6003). A key already waiting keeps the
+    /// earlier of its two ready times, so the handler's resync (every global period) neither
+    /// undoes a shorter period nor, re-adding at the HPA's longer one, brings it forward.
+    fn add_at_sync_period(&self, key: String, hpa: Option<&HorizontalPodAutoscaler>) {
+        match hpa.and_then(|h| sync_period_annotation(h).period) {
+            Some(period) => self.queue.add_after(key, period),
+            None => self.queue.add_rate_limited(key),
+        }
+    }
+
+    /// The worker's post-process re-add of `key`, at the period of the HPA as cached now.
+    fn requeue(&self, key: String) {
+        let hpa = split_key(&key)
+            .ok()
+            .and_then(|(ns, name)| self.reconciler.caches.hpa(ns, name));
+        self.add_at_sync_period(key, hpa.as_deref());
     }
 }
 
@@ -629,8 +653,9 @@ impl HorizontalController {
                 async move {
                     let (deleted, result) = inner.reconciler.reconcile_key(&key).await;
                     if !deleted {
-                        // The post-process re-add (covers a resync add during processing).
-                        inner.queue.add_rate_limited(key);
+                        // The post-process re-add (covers a resync add during processing),
+                        // at the HPA's own sync period if it has one.
+                        inner.requeue(key);
                     }
                     result
                 }

@@ -482,6 +482,13 @@ fn write_annotations(s: &mut String, trace: &DecisionTrace) {
             ),
         };
     }
+    if let Some(secs) = trace.sync_period_seconds {
+        let _ = writeln!(
+            s,
+            "Sync period: {secs}s by the annotation {}: reconciled again {secs}s after this decision instead of the global period (when, not how, it decides)",
+            hpa_decision::sync_period::SYNC_PERIOD
+        );
+    }
     for a in &trace.invalid_annotations {
         let _ = writeln!(s, "Ignored: {}", a.message);
     }

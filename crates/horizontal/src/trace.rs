@@ -102,6 +102,11 @@ pub struct DecisionTrace {
     /// This controller's annotations set with a value that is not valid, ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid_annotations: Vec<InvalidAnnotationTrace>,
+    /// The HPA's own sync period in seconds (`kube-hpa-controller.io/sync-period`), if set
+    /// and valid: the HPA is reconciled again this long after this decision instead of the
+    /// global period (`hpa_decision::sync_period`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_period_seconds: Option<u64>,
 }
 
 /// A pause by annotation (no upstream counterpart; `hpa_decision::pause`).
@@ -777,6 +782,7 @@ impl DecisionTrace {
                     message: a.to_string(),
                 })
                 .collect(),
+            sync_period_seconds: decision.sync_period.map(|p| p.as_secs()),
         }
     }
 
@@ -867,6 +873,7 @@ impl DecisionTrace {
             error: Some(err.to_owned()),
             pause: None,
             invalid_annotations: Vec::new(),
+            sync_period_seconds: None,
         }
     }
 }

@@ -1583,3 +1583,153 @@ async fn a_failing_metric_falls_back_after_its_threshold_and_clears_when_read() 
     assert!(reasons(mark).is_empty(), "{:?}", reasons(mark));
     informer.abort();
 }
+
+/// Every target is a Deployment with 3 replicas, and each scale read is timed: one per
+/// reconcile, by target name.
+#[derive(Default)]
+struct TimedReads {
+    reads: std::sync::Mutex<Vec<(String, tokio::time::Instant)>>,
+}
+
+#[async_trait::async_trait]
+impl ScaleClient for TimedReads {
+    async fn rest_mappings(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Vec<ResourceMapping>, ScaleError> {
+        ThreeReplicas.rest_mappings(group, kind).await
+    }
+
+    async fn get_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        name: &str,
+    ) -> Result<Scale, ScaleError> {
+        self.reads
+            .lock()
+            .unwrap()
+            .push((name.to_owned(), tokio::time::Instant::now()));
+        ThreeReplicas.get_scale(namespace, mapping, name).await
+    }
+
+    async fn update_scale(
+        &self,
+        namespace: &str,
+        mapping: &ResourceMapping,
+        scale: &Scale,
+    ) -> Result<Scale, ScaleError> {
+        ThreeReplicas.update_scale(namespace, mapping, scale).await
+    }
+}
+
+impl TimedReads {
+    /// The intervals between the reconciles of target `name` read after `since`, in whole
+    /// seconds.
+    fn intervals(&self, name: &str, since: tokio::time::Instant) -> Vec<u64> {
+        let times: Vec<_> = self
+            .reads
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(n, t)| n == name && *t >= since)
+            .map(|(_, t)| *t)
+            .collect();
+        times
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64().round() as u64)
+            .collect()
+    }
+}
+
+/// `kube-hpa-controller.io/sync-period` through the workers and the handler's resync (every
+/// 15 s): 5 s and 60 s HPAs are reconciled on their own periods, one without the annotation
+/// and one with a bad value on the global 15 s (the bad value warned once); an edit of the
+/// annotation takes effect at the next re-add.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_hpa_with_its_own_sync_period_is_reconciled_on_it_and_the_others_on_the_global_one() {
+    let reads = Arc::new(TimedReads::default());
+    let controller = HorizontalController::new(ControllerParts {
+        scale_client: Some(reads.clone()),
+        log_emissions: true,
+        ..parts(config(&[]))
+    })
+    .unwrap();
+    let period = controller.inner.reconciler.config.sync_period();
+    assert_eq!(period, Duration::from_secs(15));
+    let annotated = |i: usize, value: Option<&str>| {
+        let mut h = hpa(i);
+        h.metadata.annotations = value.map(|v| {
+            [(
+                "kube-hpa-controller.io/sync-period".to_owned(),
+                v.to_owned(),
+            )]
+            .into()
+        });
+        h
+    };
+    let (tx, informer, pods) = hpa_informer(&controller, period);
+    pods.apply(watcher::Event::Init);
+    pods.apply(watcher::Event::InitDone);
+    initial_list(
+        &tx,
+        [
+            annotated(0, Some("5s")),
+            annotated(1, None),
+            annotated(2, Some("1m")),
+            annotated(3, Some("fast")),
+        ],
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = {
+        let c = controller.clone();
+        tokio::spawn(async move {
+            c.run(2, async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(241)).await;
+    assert_eq!(reads.intervals("web-0", start), vec![5; 47]);
+    assert_eq!(reads.intervals("web-1", start), vec![15; 15]);
+    // Longer than the global period: the resync every 15 s does not bring it forward.
+    assert_eq!(reads.intervals("web-2", start), vec![60; 3]);
+    assert_eq!(reads.intervals("web-3", start), vec![15; 15]);
+    let warnings: Vec<_> = controller
+        .recorder()
+        .emitted_since(0)
+        .into_iter()
+        .filter(|e| e.reason == "InvalidAnnotation")
+        .map(|e| e.message)
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "annotation kube-hpa-controller.io/sync-period has the invalid value \"fast\": must be a whole number of seconds from 1 to 3600, as a duration such as \"5s\", \"1m\" or \"1m30s\" or as a number of seconds such as \"5\"; it is ignored".to_owned()
+        ]
+    );
+    let trace = controller.traces().latest_of("ns-0/hpa-0").unwrap();
+    assert_eq!(trace.sync_period_seconds, Some(5));
+
+    // The annotation removed from the 5 s HPA and set to 3 s on the unannotated one: each
+    // takes its new period from its next re-add on.
+    let mut h0 = annotated(0, None);
+    h0.metadata.resource_version = Some("2".into());
+    let mut h1 = annotated(1, Some("3"));
+    h1.metadata.resource_version = Some("2".into());
+    tx.send(Ok(watcher::Event::Apply(h0))).unwrap();
+    tx.send(Ok(watcher::Event::Apply(h1))).unwrap();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let edited = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs(91)).await;
+    assert_eq!(reads.intervals("web-0", edited), vec![15; 5]);
+    let fast = reads.intervals("web-1", edited);
+    assert!(fast.len() >= 29 && fast.iter().all(|&s| s == 3), "{fast:?}");
+
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    informer.abort();
+}
