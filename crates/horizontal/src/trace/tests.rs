@@ -841,3 +841,49 @@ fn a_metric_fallback_is_traced_and_explained() {
         "{text}"
     );
 }
+
+/// `kube-hpa-controller.io/sync-period` is in the trace and `hpactl explain` when valid, and
+/// under `invalidAnnotations` when not; the decision is the same either way.
+#[test]
+fn a_sync_period_annotation_is_traced_and_explained() {
+    let with = |value: &str| {
+        let mut h = hpa(1, 10, vec![cpu_spec(50)], None);
+        h.metadata.annotations = Some(
+            [(
+                hpa_decision::sync_period::SYNC_PERIOD.to_owned(),
+                value.to_owned(),
+            )]
+            .into(),
+        );
+        trace_of(
+            &HpaState::new(),
+            &h,
+            2,
+            now(),
+            Some(vec![cpu_result(4, 100, 2.0, PodGroups::default())]),
+        )
+    };
+    let t = with("5s");
+    assert_eq!(t.sync_period_seconds, Some(5));
+    assert!(t.invalid_annotations.is_empty());
+    assert_eq!(t.desired_replicas, 4);
+    let text = render_text(&t, None);
+    assert!(
+        text.contains("Sync period: 5s by the annotation kube-hpa-controller.io/sync-period"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(json["syncPeriodSeconds"], 5);
+
+    let t = with("0s");
+    assert_eq!(t.sync_period_seconds, None);
+    assert_eq!(t.invalid_annotations.len(), 1);
+    assert_eq!(t.desired_replicas, 4);
+    assert!(!render_text(&t, None).contains("Sync period:"));
+    assert!(
+        serde_json::to_value(&t)
+            .unwrap()
+            .get("syncPeriodSeconds")
+            .is_none()
+    );
+}
