@@ -1280,3 +1280,89 @@ fn pods_read_in_protobuf_are_the_pods_read_in_json() {
         });
     }
 }
+
+/// `kube-hpa-controller.io/pod-selection-strategy: OwnerReferences` on a real API server, with
+/// this project's RBAC (`get` on ReplicaSets): the scenario
+/// `pod-selection/owner-references-leaves-out-other-pods` loaded (the server's uids in its
+/// owner references), the Job's and the bare pod's CPU are left out (50% against 50%: no
+/// scale); the annotation removed, upstream's label selector counts them (75%: scaled to 4).
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn only_the_targets_own_pods_on_a_real_api_server() {
+    let rt = runtime();
+    let s = scenario(
+        "test-fixtures/scenarios/pod-selection/owner-references-leaves-out-other-pods.yaml",
+    );
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "pod-selection", false).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            // The owner references name the server's uids.
+            let rs: Api<k8s_openapi::api::apps::v1::ReplicaSet> =
+                Api::namespaced(client.clone(), "default");
+            let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+                Api::namespaced(client.clone(), "default");
+            let deployment_uid = deployments.get("web").await.unwrap().metadata.uid.unwrap();
+            let rs = rs.get("web-5d8f").await.unwrap();
+            assert_eq!(
+                rs.metadata.owner_references.unwrap()[0].uid,
+                deployment_uid,
+                "the ReplicaSet's owner reference names the Deployment's server uid"
+            );
+            let ctl = start_controller(
+                &c,
+                "controller",
+                &c.controller_kubeconfig(),
+                &["--leader-elect=false", SYNC],
+            );
+            let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), "default");
+            let utilization = |h: &HorizontalPodAutoscaler| {
+                h.status
+                    .as_ref()
+                    .and_then(|s| s.current_metrics.as_ref())
+                    .and_then(|m| m.first())
+                    .and_then(|m| m.resource.as_ref())
+                    .and_then(|r| r.current.average_utilization)
+            };
+            eventually(
+                Duration::from_secs(30),
+                "the HPA reads 50%: only the Deployment's own pods",
+                || async {
+                    let h = hpas.get("web").await.map_err(|e| e.to_string())?;
+                    match utilization(&h) {
+                        Some(50) => Ok(()),
+                        other => Err(format!("{other:?}: {:?}", h.status)),
+                    }
+                },
+            )
+            .await;
+            // A few more syncs: still 50%, still 2 replicas.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            assert_eq!(utilization(&hpas.get("web").await.unwrap()), Some(50));
+            assert_eq!(deployment_replicas(&client, "web").await, 2);
+
+            hpas.patch(
+                "web",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {
+                    "kube-hpa-controller.io/pod-selection-strategy": null}}})),
+            )
+            .await
+            .unwrap();
+            eventually(
+                Duration::from_secs(30),
+                "without the annotation: 75% over every selected pod, scaled to 4",
+                || async {
+                    let h = hpas.get("web").await.map_err(|e| e.to_string())?;
+                    match (utilization(&h), deployment_replicas(&client, "web").await) {
+                        (Some(75), 4) => Ok(()),
+                        other => Err(format!("{other:?}")),
+                    }
+                },
+            )
+            .await;
+            assert!(process::alive(&ctl), "the controller exited");
+        });
+    }
+}

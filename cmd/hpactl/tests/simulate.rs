@@ -43,7 +43,7 @@ fn example_writes_csv_and_svg_and_compares() {
     // Two hours at 15 s: 481 syncs.
     assert_eq!(csv.lines().count(), 1 + 481);
     // The spike at 45m asks for more than the policy's 4 pods a minute allows.
-    assert!(csv.contains(",true,cpu resource utilization (percentage of request) above target,SucceededRescale,ScaleUpLimit,\n"), "{csv}");
+    assert!(csv.contains(",true,cpu resource utilization (percentage of request) above target,SucceededRescale,ScaleUpLimit,,0,0\n"), "{csv}");
     let svg = std::fs::read_to_string(dir.join("simulation.svg"))
         .unwrap_or_else(|e| panic!("reading the SVG: {e}"));
     assert!(svg.starts_with("<svg") && svg.contains("shop/web"));

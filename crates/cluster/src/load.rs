@@ -14,7 +14,7 @@
 //!   it through the API and [`Cluster::metrics_step`]), `apis` (the real discovery is served)
 //!   and `serverVersion` (the cluster's own version answers).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use hpa_fixtures::scenario::Scenario;
@@ -78,6 +78,12 @@ fn format_like(original: &str, t: Timestamp) -> String {
 }
 
 /// Objects ordered for creation: CRDs, scale targets and the rest, pods, HPAs last.
+fn has_owner_references(obj: &Value) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+}
+
 fn creation_rank(obj: &Value) -> u8 {
     match kind(obj) {
         "Namespace" => 0,
@@ -128,7 +134,8 @@ impl Cluster {
             .into_iter()
             .filter(|o| !METRIC_KINDS.contains(&kind(o)))
             .collect();
-        cluster_objects.sort_by_key(creation_rank);
+        // Owners before the objects that name them (a Deployment before its ReplicaSet).
+        cluster_objects.sort_by_key(|o| (creation_rank(o), has_owner_references(o)));
 
         let namespaces: BTreeSet<String> = cluster_objects
             .iter()
@@ -146,7 +153,11 @@ impl Cluster {
         }
 
         let mut crds_created = false;
-        for obj in cluster_objects {
+        // The server gives every object its own uid: the scenario's are mapped to them, and
+        // the owner references that name a scenario's uid are rewritten to the server's
+        // (the `OwnerReferences` pod selection strategy follows them by uid).
+        let mut uids: BTreeMap<String, String> = BTreeMap::new();
+        for mut obj in cluster_objects {
             let k = kind(&obj).to_string();
             if k == "Namespace" {
                 // Created (with its ServiceAccount) above.
@@ -164,7 +175,31 @@ impl Cluster {
                 .unwrap_or_default()
                 .to_string();
             tracing::debug!(object = %describe(&obj), "creating");
-            applier.apply(obj).await?;
+            let scenario_uid = obj
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(refs) = obj
+                .pointer_mut("/metadata/ownerReferences")
+                .and_then(Value::as_array_mut)
+            {
+                for r in refs {
+                    if let Some(server) = r
+                        .get("uid")
+                        .and_then(Value::as_str)
+                        .and_then(|u| uids.get(u))
+                    {
+                        r["uid"] = json!(server);
+                    }
+                }
+            }
+            let created = applier.apply(obj).await?;
+            if let (Some(theirs), Some(ours)) = (
+                scenario_uid,
+                created.pointer("/metadata/uid").and_then(Value::as_str),
+            ) {
+                uids.insert(theirs, ours.to_owned());
+            }
             if k == "CustomResourceDefinition" {
                 wait_established(&client, &name).await?;
                 crds_created = true;

@@ -38,6 +38,7 @@ use crate::gofmt::{GoArg, quote, sprintf};
 use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
 use crate::normalize::Normalization;
 use crate::pause::{Pause, pause_annotations};
+use crate::pod_selection::{PodSelectionStrategy, pod_selection_annotation};
 use crate::state::HpaState;
 use crate::status::{
     set_current_replicas_and_metrics_in_status, set_status, status_semantically_equal,
@@ -298,6 +299,11 @@ pub struct MetricsOutcome {
     /// (`kube-hpa-controller.io/metric-fallback`, [`crate::fallback`]; no upstream
     /// counterpart), in the annotation's order; empty without the annotation.
     pub fallbacks: Vec<MetricFallbackStatus>,
+    /// With the `OwnerReferences` pod selection strategy ([`crate::pod_selection`]; no
+    /// upstream counterpart): the names of the pods the target's label selector matched but
+    /// the target does not own, left out of the calculation. `None` with upstream's
+    /// `LabelSelector` strategy.
+    pub excluded_pods: Option<Vec<String>>,
 }
 
 impl MetricsOutcome {
@@ -394,6 +400,7 @@ impl MetricsOutcome {
                 invalid_metrics: invalid,
                 per_metric,
                 fallbacks,
+                excluded_pods: None,
             };
         }
         MetricsOutcome {
@@ -410,6 +417,7 @@ impl MetricsOutcome {
             invalid_metrics: invalid,
             per_metric,
             fallbacks,
+            excluded_pods: None,
         }
     }
 
@@ -459,6 +467,7 @@ impl MetricsOutcome {
             invalid_metrics: 0,
             per_metric: Vec::new(),
             fallbacks: Vec::new(),
+            excluded_pods: None,
         }
     }
 
@@ -620,6 +629,9 @@ pub struct Decision {
     /// The HPA's own sync period (`kube-hpa-controller.io/sync-period`, after KEP-6003; see
     /// [`crate::sync_period`]): when it is reconciled again, not how it is decided.
     pub sync_period: Option<std::time::Duration>,
+    /// The HPA's pod selection strategy (`kube-hpa-controller.io/pod-selection-strategy`,
+    /// after KEP-5325; see [`crate::pod_selection`]) when set and valid.
+    pub pod_selection: Option<PodSelectionStrategy>,
 }
 
 /// Decide one reconcile (`reconcileAutoscaler` after the scale GET). `metrics` is required
@@ -648,9 +660,11 @@ pub fn decide(
     let annotations = pause_annotations(hpa);
     let fallback = fallback_annotation(hpa);
     let sync_period = sync_period_annotation(hpa);
+    let pod_selection = pod_selection_annotation(hpa);
     let mut invalid = annotations.invalid;
     invalid.extend(fallback.invalid);
     invalid.extend(sync_period.invalid);
+    invalid.extend(pod_selection.invalid);
     if annotations.pause.is_some() {
         // A paused HPA keeps no history: see "Unpausing" in `crate::pause`.
         state.forget_history(input.key);
@@ -702,6 +716,7 @@ pub fn decide(
         invalid_annotations: invalid,
         fallback_configured: !fallback.fallbacks.is_empty(),
         sync_period: sync_period.period,
+        pod_selection: pod_selection.strategy,
     };
     if let Some(pause) = d.pause {
         decide_paused(&mut d, state, pause, metrics);

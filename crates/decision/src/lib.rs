@@ -31,6 +31,7 @@ pub mod gofmt;
 pub mod labels;
 mod normalize;
 pub mod pause;
+pub mod pod_selection;
 pub mod recommendations;
 mod scale_events;
 pub mod state;

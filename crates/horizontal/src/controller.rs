@@ -471,6 +471,7 @@ impl HorizontalController {
             scale_client,
             calculator,
             caches,
+            pod_owners: crate::pod_owners::PodOwners::new(parts.client.clone()),
             state: HpaState::new(),
             selectors: HpaSelectorRegistry::new(),
             monitor,

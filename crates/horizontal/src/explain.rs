@@ -489,6 +489,25 @@ fn write_annotations(s: &mut String, trace: &DecisionTrace) {
             hpa_decision::sync_period::SYNC_PERIOD
         );
     }
+    if let Some(p) = &trace.pod_selection {
+        let annotation = hpa_decision::pod_selection::POD_SELECTION_STRATEGY;
+        let _ = match (p.strategy.as_str(), p.excluded_pods.as_slice()) {
+            ("OwnerReferences", []) => writeln!(
+                s,
+                "Pod selection: OwnerReferences by the annotation {annotation}: only the target's own pods count; every pod its selector matched is its own"
+            ),
+            ("OwnerReferences", left_out) => writeln!(
+                s,
+                "Pod selection: OwnerReferences by the annotation {annotation}: only the target's own pods count; left out, matched by its selector but not owned by it ({}): {}",
+                left_out.len(),
+                left_out.join(", ")
+            ),
+            (strategy, _) => writeln!(
+                s,
+                "Pod selection: {strategy} by the annotation {annotation}: every pod the target's selector matches counts (upstream's behaviour)"
+            ),
+        };
+    }
     for a in &trace.invalid_annotations {
         let _ = writeln!(s, "Ignored: {}", a.message);
     }

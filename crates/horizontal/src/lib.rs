@@ -47,6 +47,7 @@ mod explain_metrics;
 mod fence;
 mod metrics_batch;
 mod monitor;
+mod pod_owners;
 mod pod_projection;
 mod reconcile;
 mod recorder;

@@ -2,12 +2,14 @@
 //! the batched metrics read, nothing else. Pure: no I/O.
 //!
 //! No upstream counterpart (KCM's informer keeps whole pods, less `managedFields`). Kept:
-//! name, resourceVersion, labels, deletionTimestamp, phase, startTime, the first `Ready`
+//! name, resourceVersion, labels, the controller owner reference (for the `OwnerReferences`
+//! pod selection strategy, `hpa_decision::pod_selection`), deletionTimestamp, phase, startTime, the first `Ready`
 //! condition (status and lastTransitionTime), and the requests the calculator adds up
 //! (`resourcehelpers.PodRequests` and `calculatePodRequestsFromContainers`): each container's
 //! and init container's name, requests and whether it is a restartable sidecar, the pod-level
 //! requests and the overhead. A kept pod is about a tenth of the size of a `Pod` value, and
-//! pods with equal labels or equal requests (the pods of one template) share one copy.
+//! pods with equal labels, equal requests or the same owner (the pods of one template) share
+//! one copy.
 //! [`PodProjection::to_pod`] gives the calculator a `Pod` holding exactly those fields, so
 //! everything it computes is what it computes from the whole pod.
 
@@ -19,7 +21,7 @@ use k8s_openapi::api::core::v1::{
     Container, Pod, PodCondition, PodSpec, PodStatus, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
 /// Requests by resource name (quantities as written), in name order.
 type Requests = Box<[(Box<str>, Box<str>)]>;
@@ -78,6 +80,16 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
 pub struct PodInterners {
     labels: Interner<Labels>,
     specs: Interner<SpecRequests>,
+    owners: Interner<ControllerRef>,
+}
+
+/// The controller owner reference (`metav1.GetControllerOf`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ControllerRef {
+    api_version: Box<str>,
+    kind: Box<str>,
+    name: Box<str>,
+    uid: Box<str>,
 }
 
 /// A container as the request arithmetic sees it.
@@ -139,6 +151,8 @@ pub struct PodProjection {
     ready: Option<Ready>,
     /// Shared between pods with the same requests.
     spec: Option<Arc<SpecRequests>>,
+    /// Shared between the pods of one owner.
+    controller: Option<Arc<ControllerRef>>,
 }
 
 impl PodProjection {
@@ -156,6 +170,19 @@ impl PodProjection {
                     .map(|(k, v)| (Box::from(k.as_str()), Box::from(v.as_str())))
                     .collect(),
             ),
+            controller: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true))
+                .map(|r| {
+                    interners.owners.intern(Arc::new(ControllerRef {
+                        api_version: r.api_version.as_str().into(),
+                        kind: r.kind.as_str().into(),
+                        name: r.name.as_str().into(),
+                        uid: r.uid.as_str().into(),
+                    }))
+                }),
             deletion_timestamp: meta.deletion_timestamp.clone(),
             phase: status.and_then(|s| s.phase.as_deref()).map(Box::from),
             start_time: status.and_then(|s| s.start_time.clone()),
@@ -210,6 +237,16 @@ impl PodProjection {
                         .iter()
                         .map(|(k, v)| (k.to_string(), v.to_string()))
                         .collect()
+                }),
+                owner_references: self.controller.as_ref().map(|c| {
+                    vec![OwnerReference {
+                        api_version: c.api_version.to_string(),
+                        kind: c.kind.to_string(),
+                        name: c.name.to_string(),
+                        uid: c.uid.to_string(),
+                        controller: Some(true),
+                        block_owner_deletion: None,
+                    }]
                 }),
                 deletion_timestamp: self.deletion_timestamp.clone(),
                 ..Default::default()
@@ -342,6 +379,41 @@ mod tests {
         }
         assert_eq!(p.label("tier"), Some("fe"));
         assert_eq!(p.label("nope"), None);
+    }
+
+    #[test]
+    fn keeps_the_controller_reference_alone_and_shares_it() {
+        // full_pod's reference is not a controller's: nothing is kept.
+        let interners = PodInterners::default();
+        let back = PodProjection::of(&full_pod(), &interners).to_pod("default");
+        assert_eq!(back.metadata.owner_references, None);
+        let owned = |name: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "o-1"},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-x", "uid": "u",
+                 "controller": true, "blockOwnerDeletion": true}]}}))
+            .unwrap()
+        };
+        let a = PodProjection::of(&owned("a"), &interners);
+        let b = PodProjection::of(&owned("b"), &interners);
+        assert!(Arc::ptr_eq(
+            a.controller.as_ref().unwrap(),
+            b.controller.as_ref().unwrap()
+        ));
+        let refs = a.to_pod("default").metadata.owner_references.unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(
+            (
+                refs[0].kind.as_str(),
+                refs[0].name.as_str(),
+                refs[0].uid.as_str()
+            ),
+            ("ReplicaSet", "web-x", "u")
+        );
+        assert_eq!(
+            hpa_decision::pod_selection::controller_of(&a.to_pod("default")).map(|r| &r.uid),
+            hpa_decision::pod_selection::controller_of(&owned("a")).map(|r| &r.uid)
+        );
     }
 
     #[test]

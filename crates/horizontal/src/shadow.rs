@@ -99,6 +99,11 @@ pub enum PendingReason {
     /// controller's decision: the active controller, which does not read the annotation,
     /// decides without the metric (no upstream counterpart, `hpa_decision::fallback`).
     Fallback,
+    /// The `OwnerReferences` pod selection strategy
+    /// (`kube-hpa-controller.io/pod-selection-strategy`) left pods out of this controller's
+    /// decision, which the active controller counts (no upstream counterpart,
+    /// `hpa_decision::pod_selection`). A decision that left no pod out is compared.
+    PodSelection,
 }
 
 impl PendingReason {
@@ -114,6 +119,7 @@ impl PendingReason {
             PendingReason::SpecChanged => "spec_changed",
             PendingReason::Paused => "paused",
             PendingReason::Fallback => "fallback",
+            PendingReason::PodSelection => "pod_selection",
         }
     }
 }
@@ -408,6 +414,14 @@ pub fn compare(
             latest_side,
         );
     }
+    // Nor one that left pods out: the active controller counts every selected pod.
+    if latest.is_some_and(DecisionTrace::pods_left_out) {
+        return pending(
+            PendingReason::PodSelection,
+            "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision, which the other controller counts".to_owned(),
+            latest_side,
+        );
+    }
     if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
         return pending(
             PendingReason::NoStatus,
@@ -529,6 +543,16 @@ pub fn compare(
             PendingReason::Fallback,
             format!(
                 "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) was in effect in this controller's decision at {} from the other controller's inputs",
+                matched.time
+            ),
+            our_side,
+        );
+    }
+    if matched.pods_left_out() {
+        return pending(
+            PendingReason::PodSelection,
+            format!(
+                "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision at {} from the other controller's inputs",
                 matched.time
             ),
             our_side,
@@ -1060,6 +1084,62 @@ mod tests {
             &theirs(2, 4, 100, OK),
             4,
             &[with_fallback(ours(2, 100, 2), false), ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+    }
+
+    fn with_pods_left_out(mut t: DecisionTrace, left_out: &[&str]) -> DecisionTrace {
+        t.pod_selection = Some(crate::trace::PodSelectionTrace {
+            strategy: "OwnerReferences".into(),
+            excluded_pods: left_out.iter().map(|p| (*p).to_owned()).collect(),
+        });
+        t
+    }
+
+    #[test]
+    fn a_decision_that_left_pods_out_is_not_compared() {
+        // It would differ (ours 4, theirs 2): pods left out, pending.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 100, OK),
+            2,
+            &[with_pods_left_out(ours(2, 100, 2), &["job-1"])],
+            &[],
+        );
+        assert_eq!(
+            (c.result, c.pending),
+            (ShadowResult::Pending, Some(PendingReason::PodSelection)),
+            "{}",
+            c.summary
+        );
+        assert_eq!(PendingReason::PodSelection.as_str(), "pod_selection");
+        // Left out at the decision made from the other side's inputs.
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[
+                with_pods_left_out(ours(2, 100, 2), &["job-1"]),
+                ours(4, 50, 4),
+            ],
+            &[],
+        );
+        assert_eq!(
+            c.pending,
+            Some(PendingReason::PodSelection),
+            "{}",
+            c.summary
+        );
+        // The strategy set, no pod left out: compared (and differs).
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[with_pods_left_out(ours(2, 100, 2), &[]), ours(4, 50, 4)],
             &[],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);

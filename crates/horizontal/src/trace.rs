@@ -107,6 +107,23 @@ pub struct DecisionTrace {
     /// global period (`hpa_decision::sync_period`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_period_seconds: Option<u64>,
+    /// The pod selection strategy (`kube-hpa-controller.io/pod-selection-strategy`), if set
+    /// and valid, and the pods it left out (`hpa_decision::pod_selection`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_selection: Option<PodSelectionTrace>,
+}
+
+/// The pod selection strategy by annotation (no upstream counterpart;
+/// `hpa_decision::pod_selection`, after KEP-5325).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSelectionTrace {
+    /// `LabelSelector` or `OwnerReferences`.
+    pub strategy: String,
+    /// The pods the target's label selector matched that the target does not own, left out
+    /// (`OwnerReferences` only, when the metrics were read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_pods: Vec<String>,
 }
 
 /// A pause by annotation (no upstream counterpart; `hpa_decision::pause`).
@@ -783,12 +800,28 @@ impl DecisionTrace {
                 })
                 .collect(),
             sync_period_seconds: decision.sync_period.map(|p| p.as_secs()),
+            pod_selection: decision.pod_selection.map(|strategy| PodSelectionTrace {
+                strategy: strategy.as_str().to_owned(),
+                excluded_pods: decision
+                    .metrics
+                    .as_ref()
+                    .and_then(|m| m.excluded_pods.clone())
+                    .unwrap_or_default(),
+            }),
         }
     }
 
     /// Whether the HPA was paused by annotation at this decision.
     pub fn paused(&self) -> bool {
         self.pause.is_some()
+    }
+
+    /// Whether the pod selection strategy (`kube-hpa-controller.io/pod-selection-strategy`)
+    /// left pods out of this decision.
+    pub fn pods_left_out(&self) -> bool {
+        self.pod_selection
+            .as_ref()
+            .is_some_and(|p| !p.excluded_pods.is_empty())
     }
 
     /// Whether a metric's fallback (`kube-hpa-controller.io/metric-fallback`) was in effect at
@@ -874,6 +907,7 @@ impl DecisionTrace {
             pause: None,
             invalid_annotations: Vec::new(),
             sync_period_seconds: None,
+            pod_selection: None,
         }
     }
 }

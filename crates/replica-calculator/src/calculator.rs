@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use hpa_decision::gofmt::{SelectorStyle, label_selector_plus_v};
+use hpa_decision::pod_selection::PodOwnership;
 use hpa_metrics::{MetricsClient, Selector};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
@@ -21,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::CalculationDetail;
 use crate::PodMetricsInfo;
 use crate::error::CalculatorError;
+use crate::group_pods::remove_metrics_for_pods;
 use crate::pod_lister::PodLister;
 use crate::replicas::{self, CalculatorConfig, PodSample, ResourceTarget, UsageProposal};
 use crate::target::MetricTarget;
@@ -65,6 +67,11 @@ pub struct ReplicaQuery<'a> {
     pub tolerances: Tolerances,
     /// The evaluation time (upstream's `time.Now()` when grouping pods).
     pub now: Timestamp,
+    /// With the `OwnerReferences` pod selection strategy (`hpa_decision::pod_selection`, no
+    /// upstream counterpart): which pods the target owns. The selected pods it does not own
+    /// are left out wherever pods are listed, and their samples dropped. `None`: every
+    /// selected pod, as upstream.
+    pub ownership: Option<&'a PodOwnership>,
 }
 
 /// A Resource or ContainerResource metric: the measured half of
@@ -225,6 +232,38 @@ impl ReplicaCalculator {
             .map_err(CalculatorError::ListPods)
     }
 
+    /// The query's pods: those its selector matches, less those the target does not own when
+    /// the query has an [`PodOwnership`]; with the names of the pods left out.
+    fn query_pods(
+        &self,
+        query: &ReplicaQuery<'_>,
+    ) -> Result<(Vec<Arc<Pod>>, Vec<String>), CalculatorError> {
+        let pods = self.list_pods(query.namespace, query.selector)?;
+        Ok(match query.ownership {
+            None => (pods, Vec::new()),
+            Some(ownership) => {
+                let (kept, left_out): (Vec<_>, Vec<_>) =
+                    pods.into_iter().partition(|p| ownership.owns(p));
+                let names = left_out
+                    .iter()
+                    .map(|p| p.metadata.name.clone().unwrap_or_default())
+                    .collect();
+                (kept, names)
+            }
+        })
+    }
+
+    /// The query's pods, and `metrics` without the samples of the pods left out.
+    fn query_pods_for(
+        &self,
+        query: &ReplicaQuery<'_>,
+        metrics: &mut PodMetricsInfo,
+    ) -> Result<Vec<Arc<Pod>>, CalculatorError> {
+        let (pods, left_out) = self.query_pods(query)?;
+        remove_metrics_for_pods(metrics, &left_out);
+        Ok(pods)
+    }
+
     /// Upstream's resource fetch shared by `GetResourceReplicas` and `GetRawResourceReplicas`:
     /// the samples, their timestamp and the listed pods.
     async fn resource_samples(
@@ -233,7 +272,7 @@ impl ReplicaCalculator {
         metric: &ResourceMetric<'_>,
     ) -> Result<(PodMetricsInfo, Timestamp, Vec<Arc<Pod>>), CalculatorError> {
         let container = metric.container.filter(|c| !c.is_empty());
-        let (metrics, timestamp) = self
+        let (mut metrics, timestamp) = self
             .metrics_client
             .get_resource_metric(metric.resource, query.namespace, query.selector, container)
             .await
@@ -241,7 +280,7 @@ impl ReplicaCalculator {
                 resource: metric.resource.to_owned(),
                 source: Box::new(source),
             })?;
-        let pods = self.list_pods(query.namespace, query.selector)?;
+        let pods = self.query_pods_for(query, &mut metrics)?;
         Ok((metrics, timestamp, pods))
     }
 
@@ -312,7 +351,7 @@ impl ReplicaCalculator {
         metric: &PodsMetric<'_>,
         target_usage: i64,
     ) -> Result<MetricReplicas, CalculatorError> {
-        let (metrics, timestamp) = self
+        let (mut metrics, timestamp) = self
             .metrics_client
             .get_raw_metric(
                 metric.metric_name,
@@ -325,7 +364,7 @@ impl ReplicaCalculator {
                 metric_name: metric.metric_name.to_owned(),
                 source: Box::new(source),
             })?;
-        let pods = self.list_pods(query.namespace, query.selector)?;
+        let pods = self.query_pods_for(query, &mut metrics)?;
         let proposal = replicas::plain_metric_replicas(
             query.spec_replicas,
             target_usage,
@@ -381,7 +420,7 @@ impl ReplicaCalculator {
             target_usage,
             usage,
             query.tolerances,
-            || replicas::ready_pods_count(&self.list_pods(query.namespace, query.selector)?),
+            || replicas::ready_pods_count(&self.query_pods(query)?.0),
         )?;
         Ok(MetricReplicas::new(proposal, None))
     }
@@ -440,7 +479,7 @@ impl ReplicaCalculator {
             target_usage,
             &values,
             query.tolerances,
-            || replicas::ready_pods_count(&self.list_pods(query.namespace, query.selector)?),
+            || replicas::ready_pods_count(&self.query_pods(query)?.0),
         )?;
         Ok(MetricReplicas::new(proposal, None))
     }

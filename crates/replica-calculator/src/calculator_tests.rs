@@ -42,6 +42,7 @@ fn query(selector: &Selector, replicas: i32, tolerances: Tolerances) -> ReplicaQ
         selector,
         tolerances,
         now: now(),
+        ownership: None,
     }
 }
 

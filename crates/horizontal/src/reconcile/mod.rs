@@ -44,6 +44,7 @@ use hpa_decision::decision::{
 use hpa_decision::error_source::ErrorSource;
 use hpa_decision::events::HpaEvent;
 use hpa_decision::labels::{ActionLabel, ErrorKind, ErrorLabel};
+use hpa_decision::pod_selection::{PodOwnership, pod_selection_annotation};
 use hpa_decision::state::HpaState;
 use hpa_decision::status::status_semantically_equal;
 use hpa_decision::tolerance::tolerances_for_hpa;
@@ -64,6 +65,8 @@ pub(crate) struct Reconciler {
     pub(crate) calculator: ReplicaCalculator,
     /// The HPA and pod caches.
     pub(crate) caches: Caches,
+    /// The owners of the pods, for the `OwnerReferences` pod selection strategy.
+    pub(crate) pod_owners: crate::pod_owners::PodOwners,
     /// The per-HPA recommendations and scale events.
     pub(crate) state: HpaState,
     /// Every HPA's selector (the ambiguous-selector check).
@@ -212,6 +215,7 @@ impl Reconciler {
                             target_now: current,
                             status_replicas,
                             selector: &selector_str,
+                            target_uid: scale.metadata.uid.as_deref().unwrap_or_default(),
                             tolerances,
                             now,
                         },
@@ -232,6 +236,7 @@ impl Reconciler {
                         current,
                         status_replicas,
                         &selector_str,
+                        scale.metadata.uid.as_deref().unwrap_or_default(),
                         tolerances,
                         now,
                     )
@@ -514,6 +519,7 @@ impl Reconciler {
                     rescale.from,
                     status_replicas,
                     inputs.selector,
+                    inputs.target_uid,
                     inputs.tolerances,
                     latest,
                     false,
@@ -635,6 +641,7 @@ impl Reconciler {
         spec_replicas: i32,
         status_replicas: i32,
         selector_str: &str,
+        target_uid: &str,
         tolerances: Tolerances,
         now: Timestamp,
     ) -> MetricsOutcome {
@@ -646,6 +653,7 @@ impl Reconciler {
             spec_replicas,
             status_replicas,
             selector_str,
+            target_uid,
             tolerances,
             now,
             true,
@@ -666,11 +674,18 @@ impl Reconciler {
         spec_replicas: i32,
         status_replicas: i32,
         selector_str: &str,
+        target_uid: &str,
         tolerances: Tolerances,
         now: Timestamp,
         observed: bool,
     ) -> MetricsOutcome {
-        let selector = match self.validate_and_parse_selector(namespace, name, selector_str) {
+        let own_pods = pod_selection_annotation(hpa)
+            .owner_references()
+            .then_some(target_uid);
+        let (selector, ownership) = match self
+            .validate_and_parse_selector(namespace, name, selector_str, own_pods)
+            .await
+        {
             Ok(s) => s,
             Err(f) => return MetricsOutcome::selector_failure(f),
         };
@@ -681,6 +696,7 @@ impl Reconciler {
             selector: &selector,
             tolerances,
             now,
+            ownership: ownership.as_ref().map(|(o, _)| o),
         };
         let previous_current = hpa
             .status
@@ -691,7 +707,7 @@ impl Reconciler {
             calculator: &self.calculator,
             selector_style: self.config.selector_style,
         };
-        computer
+        let mut outcome = computer
             .compute_replicas_for_metrics(hpa, key, &self.state, &ctx, observed, |spec, r, took| {
                 if observed {
                     self.monitor.observe_metric_computation_result(
@@ -702,16 +718,22 @@ impl Reconciler {
                     );
                 }
             })
-            .await
+            .await;
+        outcome.excluded_pods = ownership.map(|(_, left_out)| left_out);
+        outcome
     }
 
-    /// `validateAndParseSelector`.
-    fn validate_and_parse_selector(
+    /// `validateAndParseSelector`; with the `OwnerReferences` pod selection strategy
+    /// (`own_pods`: the target's `uid`; `hpa_decision::pod_selection`), which pods the target
+    /// owns and the names of those it does not, and the ambiguous-selector check on the pods
+    /// it owns (KEP-5325's `validateAndFilterPods`).
+    async fn validate_and_parse_selector(
         &self,
         namespace: &str,
         name: &str,
         selector_str: &str,
-    ) -> Result<Selector, SelectorFailure> {
+        own_pods: Option<&str>,
+    ) -> Result<(Selector, Option<(PodOwnership, Vec<String>)>), SelectorFailure> {
         if selector_str.is_empty() {
             return Err(SelectorFailure::Missing);
         }
@@ -722,11 +744,23 @@ impl Reconciler {
             })?;
         let key = HpaKey::new(namespace, name);
         self.selectors.update_if_present(&key, parsed.clone());
-        let pods = self
+        let mut pods = self
             .caches
             .pod_lister()
             .list(namespace, &parsed)
             .map_err(|e| SelectorFailure::PodList(ErrorSource::new(e)))?;
+        let ownership = match own_pods {
+            None => None,
+            Some(target_uid) => {
+                let (ownership, left_out) = self
+                    .pod_owners
+                    .ownership(namespace, target_uid, &pods)
+                    .await
+                    .map_err(|e| SelectorFailure::PodList(ErrorSource::new(e)))?;
+                pods.retain(|p| ownership.owns(p));
+                Some((ownership, left_out))
+            }
+        };
         let empty = std::collections::BTreeMap::new();
         let labels = pods
             .iter()
@@ -737,7 +771,7 @@ impl Reconciler {
                 hpas,
             });
         }
-        Ok(parsed)
+        Ok((parsed, ownership))
     }
 }
 
@@ -749,6 +783,8 @@ struct TheirMomentInputs<'a> {
     status_replicas: i32,
     /// The target's selector as read now.
     selector: &'a str,
+    /// The target's `uid` as read now.
+    target_uid: &'a str,
     /// The HPA's tolerances.
     tolerances: Tolerances,
     /// This reconcile's time.

@@ -144,6 +144,16 @@ fn trace_of(
     results: Option<Vec<MetricResult>>,
 ) -> DecisionTrace {
     let metrics = results.map(|r| MetricsOutcome::from_results(current, r));
+    trace_of_outcome(state, h, current, at, metrics)
+}
+
+fn trace_of_outcome(
+    state: &HpaState,
+    h: &HorizontalPodAutoscaler,
+    current: i32,
+    at: Timestamp,
+    metrics: Option<MetricsOutcome>,
+) -> DecisionTrace {
     let d = decide(
         state,
         &DecisionConfig::default(),
@@ -884,6 +894,70 @@ fn a_sync_period_annotation_is_traced_and_explained() {
         serde_json::to_value(&t)
             .unwrap()
             .get("syncPeriodSeconds")
+            .is_none()
+    );
+}
+
+/// `kube-hpa-controller.io/pod-selection-strategy` is in the trace and `hpactl explain` with
+/// the pods it left out, and under `invalidAnnotations` when its value is not valid.
+#[test]
+fn a_pod_selection_strategy_is_traced_and_explained() {
+    let with = |value: &str, left_out: Option<Vec<String>>| {
+        let mut h = hpa(1, 10, vec![cpu_spec(50)], None);
+        h.metadata.annotations = Some(
+            [(
+                hpa_decision::pod_selection::POD_SELECTION_STRATEGY.to_owned(),
+                value.to_owned(),
+            )]
+            .into(),
+        );
+        let mut m =
+            MetricsOutcome::from_results(2, vec![cpu_result(4, 100, 2.0, PodGroups::default())]);
+        m.excluded_pods = left_out;
+        trace_of_outcome(&HpaState::new(), &h, 2, now(), Some(m))
+    };
+    let t = with(
+        "OwnerReferences",
+        Some(vec!["scraper-x7k2q".into(), "debug".into()]),
+    );
+    let p = t.pod_selection.as_ref().unwrap();
+    assert_eq!(p.strategy, "OwnerReferences");
+    assert_eq!(p.excluded_pods, ["scraper-x7k2q", "debug"]);
+    assert!(t.pods_left_out());
+    let text = render_text(&t, None);
+    assert!(
+        text.contains("Pod selection: OwnerReferences by the annotation kube-hpa-controller.io/pod-selection-strategy: only the target's own pods count; left out, matched by its selector but not owned by it (2): scraper-x7k2q, debug"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(
+        json["podSelection"],
+        serde_json::json!({"strategy": "OwnerReferences", "excludedPods": ["scraper-x7k2q", "debug"]})
+    );
+
+    let t = with("OwnerReferences", Some(Vec::new()));
+    assert!(!t.pods_left_out());
+    assert!(render_text(&t, None).contains("every pod its selector matched is its own"));
+    assert_eq!(
+        serde_json::to_value(&t).unwrap()["podSelection"],
+        serde_json::json!({"strategy": "OwnerReferences"})
+    );
+
+    let t = with("LabelSelector", None);
+    assert!(render_text(&t, None).contains("Pod selection: LabelSelector"));
+
+    let t = with("owner", None);
+    assert_eq!(t.pod_selection, None);
+    assert_eq!(t.invalid_annotations.len(), 1);
+    assert_eq!(
+        t.invalid_annotations[0].annotation,
+        hpa_decision::pod_selection::POD_SELECTION_STRATEGY
+    );
+    assert!(!render_text(&t, None).contains("Pod selection:"));
+    assert!(
+        serde_json::to_value(&t)
+            .unwrap()
+            .get("podSelection")
             .is_none()
     );
 }

@@ -194,6 +194,7 @@ async fn each_target_kind_fails_with_its_methods_texts() {
         selector: &selector,
         tolerances: Tolerances::default(),
         now: Timestamp::UNIX_EPOCH,
+        ownership: None,
     };
     for (spec, reason, condition_error, error) in cases {
         let calculator = ReplicaCalculator::new(
