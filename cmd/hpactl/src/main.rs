@@ -225,6 +225,10 @@ struct ClusterArgs {
     /// The wave's relative amplitude (0 to 0.9).
     #[arg(long, default_value_t = 0.5)]
     wave_amplitude: f64,
+    /// COUNT=PERIOD: the last COUNT HPAs get the annotation kube-hpa-controller.io/sync-period
+    /// with PERIOD (e.g. 100=3s); `bench` reports their reconcile intervals apart.
+    #[arg(long, value_name = "COUNT=PERIOD")]
+    sync_period_annotation: Option<hpa_fixtures::SyncPeriodGroup>,
 }
 
 impl ClusterArgs {
@@ -242,6 +246,7 @@ impl ClusterArgs {
                 amplitude: self.wave_amplitude,
             }),
             expect_steady,
+            sync_period_annotation: self.sync_period_annotation.clone(),
             ..GenerateConfig::default()
         }
     }

@@ -15,6 +15,9 @@
 
 use std::borrow::Cow;
 
+use k8s_openapi::api::autoscaling::v2::MetricSpec;
+
+use crate::fallback::metric_identity;
 use crate::gofmt::quote;
 
 /// The prefix of every annotation this controller reads.
@@ -30,4 +33,44 @@ pub struct InvalidAnnotation {
     pub value: String,
     /// What a valid value is (or what is wrong with this one).
     pub reason: Cow<'static, str>,
+}
+
+/// The index in `metrics` (`spec.metrics`) of the metric an annotation's entry names: a JSON
+/// integer (an index) or a `Type/name` string ([`metric_identity`]) that exactly one metric
+/// has. The error says why not (the caller prefixes the entry).
+pub fn metric_index(metric: &serde_json::Value, metrics: &[MetricSpec]) -> Result<usize, String> {
+    match metric {
+        serde_json::Value::Number(num) => num
+            .as_u64()
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < metrics.len())
+            .ok_or_else(|| {
+                format!(
+                    "metric {num} is not an index of spec.metrics (it has {} metrics)",
+                    metrics.len()
+                )
+            }),
+        serde_json::Value::String(name) => {
+            let found: Vec<usize> = metrics
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| metric_identity(m) == *name)
+                .map(|(i, _)| i)
+                .collect();
+            match found.as_slice() {
+                [i] => Ok(*i),
+                [] => Err(format!(
+                    "no metric of spec.metrics is {name:?} (Type/name, e.g. External/queue_depth, or an index)"
+                )),
+                [first, rest @ ..] => {
+                    let others: Vec<String> = rest.iter().map(usize::to_string).collect();
+                    Err(format!(
+                        "{name:?} is spec.metrics[{first}] and [{}]: name it by index",
+                        others.join("], [")
+                    ))
+                }
+            }
+        }
+        _ => Err("metric must be an index of spec.metrics or a Type/name string".to_owned()),
+    }
 }

@@ -36,6 +36,7 @@ use crate::fallback::{
 };
 use crate::gofmt::{GoArg, quote, sprintf};
 use crate::labels::{ActionLabel, ErrorKind, ErrorLabel};
+use crate::metric_source::metric_source_annotation;
 use crate::normalize::Normalization;
 use crate::pause::{Pause, pause_annotations};
 use crate::pod_selection::{PodSelectionStrategy, pod_selection_annotation};
@@ -661,10 +662,12 @@ pub fn decide(
     let fallback = fallback_annotation(hpa);
     let sync_period = sync_period_annotation(hpa);
     let pod_selection = pod_selection_annotation(hpa);
+    let metric_source = metric_source_annotation(hpa);
     let mut invalid = annotations.invalid;
     invalid.extend(fallback.invalid);
     invalid.extend(sync_period.invalid);
     invalid.extend(pod_selection.invalid);
+    invalid.extend(metric_source.invalid);
     if annotations.pause.is_some() {
         // A paused HPA keeps no history: see "Unpausing" in `crate::pause`.
         state.forget_history(input.key);

@@ -261,46 +261,7 @@ pub fn parse_metric_fallback(
     let mut out: Vec<MetricFallback> = Vec::with_capacity(entries.len());
     for (n, e) in entries.into_iter().enumerate() {
         let at = |what: String| invalid(format!("entry {n}: {what}"));
-        let index = match &e.metric {
-            serde_json::Value::Number(num) => num
-                .as_u64()
-                .and_then(|i| usize::try_from(i).ok())
-                .filter(|&i| i < metrics.len())
-                .ok_or_else(|| {
-                    at(format!(
-                        "metric {num} is not an index of spec.metrics (it has {} metrics)",
-                        metrics.len()
-                    ))
-                })?,
-            serde_json::Value::String(name) => {
-                let found: Vec<usize> = metrics
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, m)| metric_identity(m) == *name)
-                    .map(|(i, _)| i)
-                    .collect();
-                match found.as_slice() {
-                    [i] => *i,
-                    [] => {
-                        return Err(at(format!(
-                            "no metric of spec.metrics is {name:?} (Type/name, e.g. External/queue_depth, or an index)"
-                        )));
-                    }
-                    [first, rest @ ..] => {
-                        let others: Vec<String> = rest.iter().map(usize::to_string).collect();
-                        return Err(at(format!(
-                            "{name:?} is spec.metrics[{first}] and [{}]: name it by index",
-                            others.join("], [")
-                        )));
-                    }
-                }
-            }
-            _ => {
-                return Err(at(
-                    "metric must be an index of spec.metrics or a Type/name string".to_owned(),
-                ));
-            }
-        };
+        let index = crate::annotations::metric_index(&e.metric, metrics).map_err(at)?;
         if let Some(prev) = out.iter().position(|f| f.index == index) {
             return Err(at(format!(
                 "spec.metrics[{index}] already has a fallback (entry {prev})"

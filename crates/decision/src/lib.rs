@@ -29,6 +29,7 @@ pub mod fallback;
 pub mod goconv;
 pub mod gofmt;
 pub mod labels;
+pub mod metric_source;
 mod normalize;
 pub mod pause;
 pub mod pod_selection;

@@ -167,6 +167,13 @@ pub fn render_text(trace: &DecisionTrace, position: Option<(usize, usize)>) -> S
             }
             for (i, m) in trace.metrics.iter().enumerate() {
                 let _ = writeln!(s, "  [{i}] {} {}", m.type_, m.name);
+                if let Some(g) = &m.api_group {
+                    let _ = writeln!(
+                        s,
+                        "      read from API group {g} (annotation {})",
+                        hpa_decision::metric_source::METRIC_SOURCE
+                    );
+                }
                 if let Some(t) = &m.target {
                     let _ = writeln!(s, "      target: {}", target_text(t));
                 }

@@ -362,6 +362,12 @@ impl BatchedMetricsClient {
 
 #[async_trait::async_trait]
 impl MetricsClient for BatchedMetricsClient {
+    /// A metric routed to another API group is read per HPA by the inner client's route: the
+    /// batches hold the default groups' answers only.
+    fn for_api_group(&self, api_group: &str) -> Option<Arc<dyn MetricsClient>> {
+        self.inner.for_api_group(api_group)
+    }
+
     async fn get_resource_metric<'a>(
         &self,
         resource: &str,

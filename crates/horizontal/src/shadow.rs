@@ -104,6 +104,10 @@ pub enum PendingReason {
     /// decision, which the active controller counts (no upstream counterpart,
     /// `hpa_decision::pod_selection`). A decision that left no pod out is compared.
     PodSelection,
+    /// A metric of this controller's decision was read from another API group
+    /// (`kube-hpa-controller.io/metric-source`), which the active controller reads from the
+    /// default one (no upstream counterpart, `hpa_decision::metric_source`).
+    MetricSource,
 }
 
 impl PendingReason {
@@ -120,6 +124,7 @@ impl PendingReason {
             PendingReason::Paused => "paused",
             PendingReason::Fallback => "fallback",
             PendingReason::PodSelection => "pod_selection",
+            PendingReason::MetricSource => "metric_source",
         }
     }
 }
@@ -422,6 +427,15 @@ pub fn compare(
             latest_side,
         );
     }
+    // Nor one that read a metric from another API group: the active controller reads the
+    // default group.
+    if latest.is_some_and(DecisionTrace::metric_routed) {
+        return pending(
+            PendingReason::MetricSource,
+            "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision, where the other controller reads the default group".to_owned(),
+            latest_side,
+        );
+    }
     if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
         return pending(
             PendingReason::NoStatus,
@@ -543,6 +557,16 @@ pub fn compare(
             PendingReason::Fallback,
             format!(
                 "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) was in effect in this controller's decision at {} from the other controller's inputs",
+                matched.time
+            ),
+            our_side,
+        );
+    }
+    if matched.metric_routed() {
+        return pending(
+            PendingReason::MetricSource,
+            format!(
+                "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision at {} from the other controller's inputs",
                 matched.time
             ),
             our_side,
@@ -1143,6 +1167,41 @@ mod tests {
             &[],
         );
         assert_eq!(c.result, ShadowResult::Differ, "{}", c.summary);
+    }
+
+    #[test]
+    fn a_decision_with_a_routed_metric_is_not_compared() {
+        let mut routed = ours(2, 100, 2);
+        routed.metrics[0].api_group = Some("external.metrics.keda.sh".into());
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 2, 100, OK),
+            2,
+            &[routed.clone()],
+            &[],
+        );
+        assert_eq!(
+            (c.result, c.pending),
+            (ShadowResult::Pending, Some(PendingReason::MetricSource)),
+            "{}",
+            c.summary
+        );
+        assert_eq!(PendingReason::MetricSource.as_str(), "metric_source");
+        let c = compare(
+            "ns/a",
+            now(),
+            &theirs(2, 4, 100, OK),
+            4,
+            &[routed, ours(4, 50, 4)],
+            &[],
+        );
+        assert_eq!(
+            c.pending,
+            Some(PendingReason::MetricSource),
+            "{}",
+            c.summary
+        );
     }
 
     #[test]

@@ -254,6 +254,11 @@ pub struct MetricTrace {
     /// The metric's fallback (`kube-hpa-controller.io/metric-fallback`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<MetricFallbackTrace>,
+    /// The API group the metric was read from when routed by the annotation
+    /// `kube-hpa-controller.io/metric-source` (`hpa_decision::metric_source`, after KEP-6382;
+    /// KEP-6382's `status.currentMetrics[].*.metric.source.apiGroup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_group: Option<String>,
 }
 
 /// A metric's fallback and its failures at this read (no upstream counterpart, after
@@ -564,6 +569,7 @@ impl DecisionTrace {
         let specs: &[MetricSpec] = ctx.hpa.spec.metrics.as_deref().unwrap_or_default();
         let mut metrics = Vec::new();
         let mut winner = None;
+        let sources = hpa_decision::metric_source::metric_source_annotation(ctx.hpa);
         if let Some(m) = &decision.metrics {
             let statuses = m.statuses.as_deref().unwrap_or_default();
             for (i, (ty, result)) in m.per_metric.iter().enumerate() {
@@ -584,6 +590,7 @@ impl DecisionTrace {
                     proposal_name: None,
                     error: None,
                     fallback: None,
+                    api_group: sources.group_of(i).map(str::to_owned),
                 };
                 if let Some(f) = m.fallbacks.iter().find(|f| f.fallback.index == i) {
                     t.fallback = Some(MetricFallbackTrace::new(f));
@@ -822,6 +829,12 @@ impl DecisionTrace {
         self.pod_selection
             .as_ref()
             .is_some_and(|p| !p.excluded_pods.is_empty())
+    }
+
+    /// Whether a metric was read from another API group
+    /// (`kube-hpa-controller.io/metric-source`) at this decision.
+    pub fn metric_routed(&self) -> bool {
+        self.metrics.iter().any(|m| m.api_group.is_some())
     }
 
     /// Whether a metric's fallback (`kube-hpa-controller.io/metric-fallback`) was in effect at

@@ -6,6 +6,8 @@
 //! an error) and no partial values (Go's external client returns an empty slice with its fetch
 //! error).
 
+use std::sync::Arc;
+
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 
 use crate::error::MetricsError;
@@ -64,6 +66,14 @@ pub trait MetricsClient: Send + Sync {
         _namespace: &str,
     ) -> Result<Option<Vec<PodMetrics>>, MetricsError> {
         Ok(None)
+    }
+
+    /// This client reading the custom and external metrics APIs from `api_group` instead of
+    /// `custom.metrics.k8s.io` and `external.metrics.k8s.io` (a metric routed by the annotation
+    /// `kube-hpa-controller.io/metric-source`, after KEP-6382; resource metrics stay on
+    /// `metrics.k8s.io`); `None` when this client cannot be routed.
+    fn for_api_group(&self, _api_group: &str) -> Option<Arc<dyn MetricsClient>> {
+        None
     }
 
     /// Every value of the Pods metric `metric_name` in `namespace`, one list without a label

@@ -3,6 +3,7 @@
 //! `PreferredVersion`, `Invalidate`, `PeriodicallyInvalidate`). The kind → resource mapping of
 //! `versioned_client.go` (`qualResourceForKind`) goes through [`crate::restmapper`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList;
@@ -18,11 +19,13 @@ pub const KNOWN_CUSTOM_METRICS_VERSIONS: [&str; 2] = [
     "custom.metrics.k8s.io/v1beta1",
 ];
 
-/// Cache of the custom metrics API's preferred version (upstream `apiVersionsGetter`).
-/// Cloning shares the cache. Errors are never cached.
+/// Cache of the custom metrics API's preferred version (upstream `apiVersionsGetter`), and of
+/// the preferred version of each other group a metric is read from
+/// (`kube-hpa-controller.io/metric-source`, after KEP-6382), by group. Cloning shares the
+/// cache. Errors are never cached.
 #[derive(Debug, Clone, Default)]
 pub struct AvailableApis {
-    preferred: Arc<RwLock<Option<String>>>,
+    preferred: Arc<RwLock<HashMap<String, String>>>,
 }
 
 impl AvailableApis {
@@ -31,33 +34,41 @@ impl AvailableApis {
         Self::default()
     }
 
-    /// Forgets the cached version, so the next call rediscovers it (upstream `Invalidate`).
+    /// Forgets the cached versions, so the next call rediscovers them (upstream `Invalidate`).
     pub async fn invalidate(&self) {
-        *self.preferred.write().await = None;
+        self.preferred.write().await.clear();
     }
 
-    /// The cached version, if any.
+    /// The cached version of the custom metrics API, if any.
     pub async fn cached(&self) -> Option<String> {
-        self.preferred.read().await.clone()
+        self.preferred
+            .read()
+            .await
+            .get(CUSTOM_METRICS_GROUP)
+            .cloned()
     }
 
-    /// Returns the cached version or runs `discover` (under the write lock, so concurrent
-    /// callers share one discovery) and caches its success.
-    pub(crate) async fn get_or_discover<F, Fut>(&self, discover: F) -> Result<String, String>
+    /// Returns the cached version of `group` (a custom metrics API) or runs `discover` (under
+    /// the write lock, so concurrent callers share one discovery) and caches its success.
+    pub(crate) async fn get_or_discover<F, Fut>(
+        &self,
+        group: &str,
+        discover: F,
+    ) -> Result<String, String>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<APIGroupList, String>>,
     {
-        if let Some(v) = self.preferred.read().await.clone() {
+        if let Some(v) = self.preferred.read().await.get(group).cloned() {
             return Ok(v);
         }
         let mut guard = self.preferred.write().await;
-        if let Some(v) = guard.clone() {
+        if let Some(v) = guard.get(group).cloned() {
             return Ok(v);
         }
         let groups = discover().await?;
-        let chosen = choose_custom_metrics_version(&groups)?;
-        *guard = Some(chosen.clone());
+        let chosen = choose_metrics_version(&groups, group)?;
+        guard.insert(group.to_owned(), chosen.clone());
         Ok(chosen)
     }
 
@@ -75,17 +86,26 @@ impl AvailableApis {
 
 /// Picks the version as upstream's `PreferredVersion` does: the group's preferred version if
 /// known, else the first known version in server order.
+#[cfg(test)]
 pub fn choose_custom_metrics_version(groups: &APIGroupList) -> Result<String, String> {
-    let Some(group) = groups
-        .groups
-        .iter()
-        .find(|g| g.name == CUSTOM_METRICS_GROUP)
-    else {
-        return Err(format!(
-            "no custom metrics API ({CUSTOM_METRICS_GROUP}) registered"
-        ));
+    choose_metrics_version(groups, CUSTOM_METRICS_GROUP)
+}
+
+/// [`choose_custom_metrics_version`] for a custom metrics API served under `name`: the
+/// custom metrics group or another (KEP-6382), whose versions must be those the custom metrics
+/// API has (`v1beta2`, `v1beta1`).
+pub fn choose_metrics_version(groups: &APIGroupList, name: &str) -> Result<String, String> {
+    let Some(group) = groups.groups.iter().find(|g| g.name == name) else {
+        return Err(format!("no custom metrics API ({name}) registered"));
     };
-    let known = |gv: &str| KNOWN_CUSTOM_METRICS_VERSIONS.contains(&gv);
+    let known = |gv: &str| {
+        gv.rsplit_once('/').is_some_and(|(g, v)| {
+            g == name
+                && KNOWN_CUSTOM_METRICS_VERSIONS
+                    .iter()
+                    .any(|k| k.rsplit_once('/').is_some_and(|(_, kv)| kv == v))
+        })
+    };
     if let Some(pref) = &group.preferred_version
         && !pref.group_version.is_empty()
         && known(&pref.group_version)
@@ -182,6 +202,34 @@ mod tests {
     }
 
     #[test]
+    fn version_choice_for_another_group() {
+        let mut list = group(
+            Some("modelserver.example.com/v1beta1"),
+            &[
+                "modelserver.example.com/v1beta2",
+                "modelserver.example.com/v1beta1",
+            ],
+        );
+        list.groups[0].name = "modelserver.example.com".into();
+        assert_eq!(
+            choose_metrics_version(&list, "modelserver.example.com").unwrap(),
+            "v1beta1"
+        );
+        // Another group's versions (or the custom metrics group's) are not this one's.
+        assert_eq!(
+            choose_metrics_version(&group(Some("custom.metrics.k8s.io/v1beta2"), &[]), "x.io")
+                .unwrap_err(),
+            "no custom metrics API (x.io) registered"
+        );
+        list.groups[0].preferred_version = None;
+        list.groups[0].versions[0].group_version = "other.io/v1beta2".into();
+        assert_eq!(
+            choose_metrics_version(&list, "modelserver.example.com").unwrap(),
+            "v1beta1"
+        );
+    }
+
+    #[test]
     fn group_versions() {
         assert_eq!(parse_group_version("apps/v1"), ("apps".into(), "v1".into()));
         assert_eq!(parse_group_version("v1"), ("".into(), "v1".into()));
@@ -195,7 +243,9 @@ mod tests {
     async fn periodic_invalidation_forgets_the_version() {
         let apis = AvailableApis::new();
         let v = apis
-            .get_or_discover(|| async { Ok(group(Some("custom.metrics.k8s.io/v1beta2"), &[])) })
+            .get_or_discover(CUSTOM_METRICS_GROUP, || async {
+                Ok(group(Some("custom.metrics.k8s.io/v1beta2"), &[]))
+            })
             .await
             .unwrap();
         assert_eq!(v, "v1beta2");

@@ -9,6 +9,7 @@
 //! as a literal `*`.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
@@ -50,7 +51,21 @@ pub struct RestMetricsClient {
     clients: MetricsApiClients,
     available_apis: AvailableApis,
     mapper: DeferredRestMapper,
+    /// The group the custom metrics API is read from (`custom.metrics.k8s.io`, or another for
+    /// a client routed by [`MetricsClient::for_api_group`]).
+    custom_group: Arc<str>,
+    /// The group the external metrics API is read from.
+    external_group: Arc<str>,
+    /// The clients routed to other groups, most recently used last (at most [`MAX_ROUTES`]).
+    routes: Arc<Mutex<Routes>>,
 }
+
+/// The routed clients by group, most recently used last.
+type Routes = Vec<(String, Arc<RestMetricsClient>)>;
+
+/// How many routed groups' clients are kept (KEP-6382's bound: 20, least recently used
+/// dropped first).
+pub const MAX_ROUTES: usize = 20;
 
 /// The clients of the three metrics APIs (upstream: `resourceclient.NewForConfigOrDie`,
 /// `custom_metrics.NewForConfig` and `external_metrics.NewForConfigOrDie`, one REST client
@@ -130,6 +145,9 @@ impl RestMetricsClient {
             clients,
             available_apis,
             mapper,
+            custom_group: Arc::from(CUSTOM_METRICS_GROUP),
+            external_group: Arc::from(EXTERNAL_METRICS_GROUP),
+            routes: Arc::default(),
         }
     }
 
@@ -180,10 +198,23 @@ impl RestMetricsClient {
         )
     }
 
+    /// This client reading the custom and external metrics APIs from `group` (KEP-6382):
+    /// same clients, version cache (by group) and RESTMapper.
+    fn routed(&self, group: &str) -> RestMetricsClient {
+        RestMetricsClient {
+            clients: self.clients.clone(),
+            available_apis: self.available_apis.clone(),
+            mapper: self.mapper.clone(),
+            custom_group: Arc::from(group),
+            external_group: Arc::from(group),
+            routes: Arc::default(),
+        }
+    }
+
     /// The custom metrics API version to use (cached; rediscovered after invalidation).
     async fn custom_metrics_version(&self) -> Result<String, FetchError> {
         self.available_apis
-            .get_or_discover(|| async {
+            .get_or_discover(&self.custom_group, || async {
                 self.get_json::<APIGroupList>(Api::Custom, "/apis", "", "")
                     .await
                     .map_err(|e| e.message)
@@ -283,15 +314,16 @@ impl RestMetricsClient {
         check_values: bool,
     ) -> Result<MetricValueList, FetchError> {
         let version = self.custom_metrics_version().await?;
+        let group = &self.custom_group;
         let url = format!(
-            "/apis/{CUSTOM_METRICS_GROUP}/{version}{path_after_version}{}",
+            "/apis/{group}/{version}{path_after_version}{}",
             encode_query(query)
         );
         let list: MetricValueList = self
             .get_json(
                 Api::Custom,
                 &url,
-                &format!("{qualified_resource}.{CUSTOM_METRICS_GROUP}"),
+                &format!("{qualified_resource}.{group}"),
                 name,
             )
             .await?;
@@ -571,6 +603,31 @@ impl MetricsClient for RestMetricsClient {
         self.pod_metrics_list(namespace, "").await.map(Some)
     }
 
+    fn for_api_group(&self, api_group: &str) -> Option<Arc<dyn MetricsClient>> {
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        let client = match routes.iter().position(|(g, _)| g == api_group) {
+            Some(i) => {
+                let kept = routes.remove(i);
+                let client = Arc::clone(&kept.1);
+                routes.push(kept);
+                client
+            }
+            None => {
+                if routes.len() >= MAX_ROUTES {
+                    let (dropped, _) = routes.remove(0);
+                    tracing::warn!(
+                        group = %dropped,
+                        "metrics clients of more than {MAX_ROUTES} API groups: the least recently used one is dropped"
+                    );
+                }
+                let client = Arc::new(self.routed(api_group));
+                routes.push((api_group.to_owned(), Arc::clone(&client)));
+                client
+            }
+        };
+        Some(client)
+    }
+
     async fn list_namespace_raw_metric(
         &self,
         metric_name: &str,
@@ -633,19 +690,15 @@ impl MetricsClient for RestMetricsClient {
         namespace: &str,
         selector: &Selector,
     ) -> Result<(Vec<i64>, jiff::Timestamp), MetricsError> {
+        let group = &self.external_group;
         let url = format!(
-            "/apis/{EXTERNAL_METRICS_GROUP}/v1beta1/namespaces/{}/{}{}",
+            "/apis/{group}/v1beta1/namespaces/{}/{}{}",
             escape_path(namespace),
             escape_path(metric_name),
             encode_query(&[("labelSelector", selector.to_string())])
         );
         let list: ExternalMetricValueList = self
-            .get_json(
-                Api::External,
-                &url,
-                &format!("{metric_name}.{EXTERNAL_METRICS_GROUP}"),
-                "",
-            )
+            .get_json(Api::External, &url, &format!("{metric_name}.{group}"), "")
             .await
             .map_err(MetricsError::ExternalFetch)?;
         external_metric_result(&list.items)

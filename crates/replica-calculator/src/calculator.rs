@@ -175,6 +175,23 @@ impl ReplicaCalculator {
         }
     }
 
+    /// The same calculator reading custom and external metrics from `api_group` (the
+    /// annotation `kube-hpa-controller.io/metric-source`, after KEP-6382;
+    /// `hpa_decision::metric_source`). A metrics client that cannot be routed fails every
+    /// read with an error naming the group: a routed metric is never read from the default
+    /// group.
+    pub fn for_api_group(&self, api_group: &str) -> Self {
+        let client = self
+            .metrics_client
+            .for_api_group(api_group)
+            .unwrap_or_else(|| {
+                Arc::new(Unroutable {
+                    api_group: api_group.to_owned(),
+                })
+            });
+        self.with_metrics_client(client)
+    }
+
     /// The replica count for `target`: the one of upstream's seven `Get*Replicas` methods
     /// that the target's variant names, called with its metric and target number.
     pub async fn calculate(
@@ -501,5 +518,61 @@ impl ReplicaCalculator {
             query.tolerances,
         );
         Ok(MetricReplicas::new(proposal, Some(timestamp)))
+    }
+}
+
+/// A metrics client for a group its underlying client cannot read from.
+struct Unroutable {
+    api_group: String,
+}
+
+impl Unroutable {
+    fn error(&self) -> hpa_metrics::FetchError {
+        hpa_metrics::FetchError::other(format!(
+            "this metrics client cannot read from API group {}",
+            self.api_group
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl MetricsClient for Unroutable {
+    async fn get_resource_metric<'a>(
+        &self,
+        _resource: &str,
+        _namespace: &str,
+        _selector: &Selector,
+        _container: Option<&'a str>,
+    ) -> Result<(PodMetricsInfo, Timestamp), hpa_metrics::MetricsError> {
+        Err(hpa_metrics::MetricsError::ResourceFetch(self.error()))
+    }
+
+    async fn get_raw_metric(
+        &self,
+        _metric_name: &str,
+        _namespace: &str,
+        _selector: &Selector,
+        _metric_selector: &Selector,
+    ) -> Result<(PodMetricsInfo, Timestamp), hpa_metrics::MetricsError> {
+        Err(hpa_metrics::MetricsError::CustomFetch(self.error()))
+    }
+
+    async fn get_object_metric(
+        &self,
+        _metric_name: &str,
+        _namespace: &str,
+        _object: &CrossVersionObjectReference,
+        _metric_selector: &Selector,
+    ) -> Result<(i64, Timestamp), hpa_metrics::MetricsError> {
+        Err(hpa_metrics::MetricsError::CustomFetch(self.error()))
+    }
+
+    async fn get_external_metric(
+        &self,
+        _metric_name: &str,
+        _namespace: &str,
+        _selector: &Selector,
+    ) -> Result<(Vec<i64>, Timestamp), hpa_metrics::MetricsError> {
+        Err(hpa_metrics::MetricsError::ExternalFetch(self.error()))
     }
 }

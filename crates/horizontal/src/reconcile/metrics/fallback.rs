@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use hpa_decision::decision::{MetricResult, MetricsOutcome};
 use hpa_decision::fallback::{FallbackAction, fallback_annotation};
+use hpa_decision::metric_source::metric_source_annotation;
 use hpa_decision::state::HpaState;
 use hpa_metrics::{MetricsClient, MetricsError, PodMetricsInfo, Selector};
 use hpa_replica_calculator::ReplicaQuery;
@@ -87,10 +88,23 @@ impl MetricComputer<'_> {
         mut observe: impl FnMut(&MetricSpec, &MetricResult, Duration),
     ) -> MetricsOutcome {
         let specs = hpa.spec.metrics.as_deref().unwrap_or_default();
+        let sources = metric_source_annotation(hpa);
         let mut results = Vec::with_capacity(specs.len());
-        for spec in specs {
+        for (index, spec) in specs.iter().enumerate() {
             let start = Instant::now();
-            let r = self.compute_replicas_for_metric(spec, ctx).await;
+            let r = match sources.group_of(index) {
+                None => self.compute_replicas_for_metric(spec, ctx).await,
+                // Read from another API group (`hpa_decision::metric_source`, KEP-6382).
+                Some(group) => {
+                    let routed = self.calculator.for_api_group(group);
+                    MetricComputer {
+                        calculator: &routed,
+                        selector_style: self.selector_style,
+                    }
+                    .compute_replicas_for_metric(spec, ctx)
+                    .await
+                }
+            };
             observe(spec, &r, start.elapsed());
             results.push(r);
         }
