@@ -195,6 +195,17 @@ enum ClusterCommand {
         /// The cluster directory.
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
+        /// ALIAS=API: serve the metrics API API (external.metrics.k8s.io or
+        /// custom.metrics.k8s.io) under the group ALIAS too, as a second provider
+        /// (with --port and --control-port).
+        #[arg(long, value_name = "ALIAS=API", requires_all = ["port", "control_port"])]
+        metrics_group: Option<String>,
+        /// The serving port (default: the cluster's metrics port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// The control port (default: the cluster's metrics control port).
+        #[arg(long)]
+        control_port: Option<u16>,
     },
 }
 
@@ -508,9 +519,35 @@ pub fn run(args: ClusterArgs) -> ExitCode {
             }
             Ok(())
         }),
-        ClusterCommand::ServeMetrics { dir } => runtime.block_on(
-            hpa_cluster::metrics_server::serve_metrics(&dir, terminated()),
-        ),
+        ClusterCommand::ServeMetrics {
+            dir,
+            metrics_group,
+            port,
+            control_port,
+        } => {
+            let provider = match (metrics_group, port, control_port) {
+                (Some(g), Some(port), Some(control_port)) => match g.split_once('=') {
+                    Some((group, api)) => Some(hpa_cluster::metrics_server::ProviderOptions {
+                        group: group.to_owned(),
+                        api: api.to_owned(),
+                        port,
+                        control_port,
+                    }),
+                    None => {
+                        eprintln!(
+                            "hpactl cluster serve-metrics: --metrics-group {g:?}: expected ALIAS=API"
+                        );
+                        return ExitCode::from(2);
+                    }
+                },
+                _ => None,
+            };
+            runtime.block_on(hpa_cluster::metrics_server::serve_metrics(
+                &dir,
+                provider,
+                terminated(),
+            ))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

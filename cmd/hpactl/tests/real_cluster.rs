@@ -1366,3 +1366,113 @@ fn only_the_targets_own_pods_on_a_real_api_server() {
         });
     }
 }
+
+/// `kube-hpa-controller.io/metric-source` on a real API server with two aggregated metrics
+/// servers (KEP-6382's problem): the default one serves `external.metrics.k8s.io` (the
+/// scenario's `queue_length`, 30), a second one is registered as `external.metrics.keda.sh`
+/// with an APIService of its own (90), and this controller's ServiceAccount is granted that
+/// group as a provider's install grants it. The routed metric reads 90 (45 a replica over the
+/// target's 2); the route removed, it reads the default provider's 30 (15).
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn a_metric_from_a_second_aggregated_provider() {
+    let rt = runtime();
+    let s = scenario("test-fixtures/scenarios/metric-source/external-from-a-second-provider.yaml");
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "metric-source", false).await;
+            c.load(&s).await.unwrap();
+            let client = c.admin_client().await.unwrap();
+            let provider = c
+                .add_metrics_provider(
+                    &[
+                        env!("CARGO_BIN_EXE_hpactl").to_string(),
+                        "cluster".into(),
+                        "serve-metrics".into(),
+                    ],
+                    "external.metrics.keda.sh",
+                    "external.metrics.k8s.io",
+                )
+                .await
+                .unwrap();
+            provider
+                .step(&json!({"apply": [{
+                    "apiVersion": "external.metrics.k8s.io/v1beta1",
+                    "kind": "ExternalMetricValue",
+                    "metadata": {"name": "jobs", "namespace": "default"},
+                    "metricName": "queue_length",
+                    "metricLabels": {"queue": "jobs"},
+                    "timestamp": jiff::Timestamp::now().to_string(),
+                    "value": "90",
+                }]}))
+                .await
+                .unwrap();
+            // The provider's install grants the HPA controller its group (KEP-6382's RBAC).
+            let mut applier = hpa_cluster::apply::Applier::new(client.clone());
+            applier
+                .apply(json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": "hpa-reader:keda-metrics"},
+                    "rules": [{"apiGroups": ["external.metrics.keda.sh"], "resources": ["*"],
+                               "verbs": ["get", "list"]}],
+                }))
+                .await
+                .unwrap();
+            applier
+                .apply(json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "hpa-reader:keda-metrics"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": "hpa-reader:keda-metrics"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "kube-hpa-controller",
+                                  "namespace": "kube-system"}],
+                }))
+                .await
+                .unwrap();
+            let ctl = start_controller(
+                &c,
+                "controller",
+                &c.controller_kubeconfig(),
+                &["--leader-elect=false", SYNC],
+            );
+            let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), "default");
+            let average = |h: &HorizontalPodAutoscaler| {
+                h.status
+                    .as_ref()
+                    .and_then(|s| s.current_metrics.as_ref())
+                    .and_then(|m| m.first())
+                    .and_then(|m| m.external.as_ref())
+                    .and_then(|e| e.current.average_value.as_ref())
+                    .map(|q| q.0.clone())
+            };
+            let reads = |want: &'static str, what: &'static str| {
+                let hpas = hpas.clone();
+                async move {
+                    eventually(Duration::from_secs(30), what, || async {
+                        let h = hpas.get("worker").await.map_err(|e| e.to_string())?;
+                        match average(&h).as_deref() {
+                            Some(v) if v == want => Ok(()),
+                            other => Err(format!("{other:?}: {:?}", h.status)),
+                        }
+                    })
+                    .await
+                }
+            };
+            reads("45", "the routed metric reads the second provider's 90").await;
+            hpas.patch(
+                "worker",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {
+                    "kube-hpa-controller.io/metric-source": null}}})),
+            )
+            .await
+            .unwrap();
+            reads("15", "without the route: the default provider's 30").await;
+            assert!(process::alive(&ctl), "the controller exited");
+            assert!(
+                process::alive(&provider.record),
+                "the second provider exited"
+            );
+        });
+    }
+}

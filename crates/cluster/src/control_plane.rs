@@ -483,6 +483,70 @@ impl Cluster {
             })
     }
 
+    /// Starts a second metrics provider ([`crate::metrics_server::ProviderOptions`]): the
+    /// aggregated metrics server again (`command`, e.g. `hpactl cluster serve-metrics`;
+    /// `--dir`, `--metrics-group`, `--port` and `--control-port` are appended) serving `api`
+    /// under `group` on ports of its own, registered with `APIService`s for that group (behind
+    /// the same ExternalName Service, at its own port), and waits until they are Available.
+    /// The controller needs RBAC on the group (as a provider's install grants it).
+    pub async fn add_metrics_provider(
+        &self,
+        command: &[String],
+        group: &str,
+        api: &str,
+    ) -> Result<MetricsProvider, ClusterError> {
+        let [port, control_port] = free_ports::<2>()?;
+        let (program, leading) = command
+            .split_first()
+            .ok_or_else(|| ClusterError::Manifest {
+                what: "the metrics provider command",
+                message: "empty".into(),
+            })?;
+        let mut args: Vec<String> = leading.to_vec();
+        args.extend([
+            format!("--dir={}", self.dir().display()),
+            format!("--metrics-group={group}={api}"),
+            format!("--port={port}"),
+            format!("--control-port={control_port}"),
+        ]);
+        let name = format!("metrics-provider-{group}");
+        let record = process::spawn(self.dir(), &name, Path::new(program), &args, &[])?;
+        let provider = MetricsProvider {
+            control_port,
+            token: self.state.metrics_control_token.clone(),
+            record,
+        };
+        let url = format!("http://127.0.0.1:{control_port}/healthz");
+        self.wait_until_ready(&provider.record, || {
+            let url = url.clone();
+            async move { http_get(&url, None).await.map(|_| ()) }
+        })
+        .await?;
+        let ca = std::fs::read_to_string(self.pki().file("ca.crt"))
+            .map_err(file_err(&self.pki().file("ca.crt")))?;
+        let client = self.admin_client().await?;
+        let versions: &[(&str, i32)] = if api == "custom.metrics.k8s.io" {
+            &[("v1beta1", 100), ("v1beta2", 200)]
+        } else {
+            &[("v1beta1", 100)]
+        };
+        let services: Vec<Value> = versions
+            .iter()
+            .map(|(version, priority)| apiservice(group, version, *priority, &ca, i32::from(port)))
+            .collect();
+        let mut applier = Applier::new(client.clone());
+        for a in services.iter().cloned() {
+            applier.apply(a).await?;
+        }
+        let names: Vec<String> = services
+            .iter()
+            .filter_map(|a| a.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        wait_available(&client, &names, &provider.record).await?;
+        Ok(provider)
+    }
+
     /// The aggregated metrics server's request counters (Prometheus text).
     pub async fn metrics_server_counters(&self) -> Result<String, ClusterError> {
         let url = format!(
@@ -864,10 +928,48 @@ async fn controller_token(client: &kube::Client) -> Result<String, ClusterError>
         })
 }
 
+/// A second metrics provider started by [`Cluster::add_metrics_provider`].
+#[derive(Debug)]
+pub struct MetricsProvider {
+    control_port: u16,
+    token: String,
+    /// Its process.
+    pub record: ProcessRecord,
+}
+
+impl MetricsProvider {
+    /// Sends a scenario step (`apply`, `delete`, `faults`) to this provider.
+    pub async fn step(&self, step: &Value) -> Result<(), ClusterError> {
+        let url = format!("http://127.0.0.1:{}/fixture/v1/step", self.control_port);
+        http_post(&url, &self.token, step)
+            .await
+            .map_err(|message| ClusterError::Api {
+                what: "handing objects to the metrics provider".into(),
+                source: Box::new(kube::Error::Service(message.into())),
+            })
+    }
+}
+
+/// One metrics `APIService`, behind the ExternalName Service to `localhost` at `port`.
+fn apiservice(group: &str, version: &str, priority: i32, ca_pem: &str, port: i32) -> Value {
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": format!("{version}.{group}")},
+        "spec": {
+            "group": group,
+            "version": version,
+            "service": {"namespace": SYSTEM_NAMESPACE, "name": METRICS_SERVICE, "port": port},
+            "caBundle": kubeconfig::base64(ca_pem.as_bytes()),
+            "groupPriorityMinimum": 100,
+            "versionPriority": priority,
+        },
+    })
+}
+
 /// The metrics APIs' `APIService`s, as metrics-server's and custom-metrics-apiserver's
 /// manifests register them, behind one ExternalName Service to `localhost`.
 fn metrics_apiservices(ca_pem: &str, port: i32) -> Vec<Value> {
-    let ca = kubeconfig::base64(ca_pem.as_bytes());
     [
         ("metrics.k8s.io", "v1beta1", 100),
         ("custom.metrics.k8s.io", "v1beta1", 100),
@@ -875,21 +977,7 @@ fn metrics_apiservices(ca_pem: &str, port: i32) -> Vec<Value> {
         ("external.metrics.k8s.io", "v1beta1", 100),
     ]
     .into_iter()
-    .map(|(group, version, priority)| {
-        json!({
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {"name": format!("{version}.{group}")},
-            "spec": {
-                "group": group,
-                "version": version,
-                "service": {"namespace": SYSTEM_NAMESPACE, "name": METRICS_SERVICE, "port": port},
-                "caBundle": ca,
-                "groupPriorityMinimum": 100,
-                "versionPriority": priority,
-            },
-        })
-    })
+    .map(|(group, version, priority)| apiservice(group, version, priority, ca_pem, port))
     .collect()
 }
 
@@ -949,17 +1037,26 @@ async fn wait_apiservices_available(
     client: &kube::Client,
     metrics: &ProcessRecord,
 ) -> Result<(), ClusterError> {
-    let api: Api<APIService> = Api::all(client.clone());
     let names: Vec<String> = metrics_apiservices("", 0)
         .iter()
         .filter_map(|a| a.pointer("/metadata/name").and_then(Value::as_str))
         .map(str::to_string)
         .collect();
+    wait_available(client, &names, metrics).await
+}
+
+/// Waits until the `APIService`s `names` are Available.
+async fn wait_available(
+    client: &kube::Client,
+    names: &[String],
+    metrics: &ProcessRecord,
+) -> Result<(), ClusterError> {
+    let api: Api<APIService> = Api::all(client.clone());
     let start = tokio::time::Instant::now();
     let mut reason = String::new();
     while start.elapsed() < READY_TIMEOUT {
         let mut all = true;
-        for name in &names {
+        for name in names {
             let available = match api.get(name).await {
                 Ok(a) => {
                     let cond = a
