@@ -200,11 +200,11 @@ enum ClusterCommand {
         /// (with --port and --control-port).
         #[arg(long, value_name = "ALIAS=API", requires_all = ["port", "control_port"])]
         metrics_group: Option<String>,
-        /// The serving port (default: the cluster's metrics port).
-        #[arg(long)]
+        /// The second provider's serving port (with --metrics-group).
+        #[arg(long, requires = "metrics_group")]
         port: Option<u16>,
-        /// The control port (default: the cluster's metrics control port).
-        #[arg(long)]
+        /// The second provider's control port (with --metrics-group).
+        #[arg(long, requires = "metrics_group")]
         control_port: Option<u16>,
     },
 }
@@ -527,15 +527,22 @@ pub fn run(args: ClusterArgs) -> ExitCode {
         } => {
             let provider = match (metrics_group, port, control_port) {
                 (Some(g), Some(port), Some(control_port)) => match g.split_once('=') {
-                    Some((group, api)) => Some(hpa_cluster::metrics_server::ProviderOptions {
-                        group: group.to_owned(),
-                        api: api.to_owned(),
-                        port,
-                        control_port,
-                    }),
-                    None => {
+                    Some((group, api))
+                        if matches!(api, "custom.metrics.k8s.io" | "external.metrics.k8s.io")
+                            && hpa_decision::metric_source::is_dns_subdomain(group)
+                            && !hpa_decision::metric_source::DEFAULT_METRICS_GROUPS
+                                .contains(&group) =>
+                    {
+                        Some(hpa_cluster::metrics_server::ProviderOptions {
+                            group: group.to_owned(),
+                            api: api.to_owned(),
+                            port,
+                            control_port,
+                        })
+                    }
+                    _ => {
                         eprintln!(
-                            "hpactl cluster serve-metrics: --metrics-group {g:?}: expected ALIAS=API"
+                            "hpactl cluster serve-metrics: --metrics-group {g:?}: expected ALIAS=API, ALIAS a DNS subdomain other than the metrics groups, API custom.metrics.k8s.io or external.metrics.k8s.io"
                         );
                         return ExitCode::from(2);
                     }

@@ -11,8 +11,11 @@
 //!   ServiceAccount controller creates here), CRDs (waited for until Established), scale
 //!   targets, pods, then HPAs.
 //! - Not loaded: the scenario's `steps` (a real cluster runs on its own clock; a test changes
-//!   it through the API and [`Cluster::metrics_step`]), `apis` (the real discovery is served)
-//!   and `serverVersion` (the cluster's own version answers).
+//!   it through the API and [`Cluster::metrics_step`]), `apis` (the real discovery is served),
+//!   `serverVersion` (the cluster's own version answers) and `metricsGroups` (a second provider
+//!   is a process of its own, [`Cluster::add_metrics_provider`]).
+//! - Owner references that name an object of the scenario by its `uid` are rewritten to the
+//!   `uid` the server gave that object (owners are created first).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -139,23 +139,31 @@ pub fn is_replica_set(owner: &OwnerReference) -> bool {
 }
 
 /// Which pods the target owns, for the `OwnerReferences` strategy: the target's `uid` and the
-/// `uid`s of the ReplicaSets whose controller is the target (resolved by the caller, which
-/// reads them from the API). Pure: [`PodOwnership::owns`] looks at the pod alone.
+/// ReplicaSets the caller resolved (it reads them from the API): the `uid`s of those whose
+/// controller is the target and of those whose controller is not. Pure: [`PodOwnership::owns`]
+/// looks at the pod alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodOwnership {
     /// The target's `metadata.uid`.
     pub target_uid: String,
     /// The `uid`s of the ReplicaSets controlled by the target.
     pub owned_replica_sets: HashSet<String>,
+    /// The `uid`s of the ReplicaSets read and found not controlled by the target.
+    pub foreign_replica_sets: HashSet<String>,
 }
 
 impl PodOwnership {
     /// Whether `pod` is the target's own: its controller is the target, or a ReplicaSet in
-    /// [`Self::owned_replica_sets`].
+    /// [`Self::owned_replica_sets`]. A pod of a ReplicaSet that was not resolved (one that
+    /// appeared after the owners were read, such as a rollout's new ReplicaSet a moment
+    /// earlier) counts, as the label selector alone would count it, until the next read
+    /// resolves it.
     pub fn owns(&self, pod: &Pod) -> bool {
         controller_of(pod).is_some_and(|owner| {
             (!self.target_uid.is_empty() && owner.uid == self.target_uid)
-                || (is_replica_set(owner) && self.owned_replica_sets.contains(&owner.uid))
+                || (is_replica_set(owner)
+                    && (self.owned_replica_sets.contains(&owner.uid)
+                        || !self.foreign_replica_sets.contains(&owner.uid)))
         })
     }
 }
@@ -231,6 +239,7 @@ mod tests {
         let ownership = PodOwnership {
             target_uid: "t".into(),
             owned_replica_sets: ["rs-1".to_owned()].into(),
+            foreign_replica_sets: ["rs-2".to_owned()].into(),
         };
         // Owned by the target itself (a StatefulSet's pod).
         assert!(ownership.owns(&pod(vec![owner("apps/v1", "StatefulSet", "t", Some(true))])));
@@ -257,6 +266,13 @@ mod tests {
             Some(false)
         )])));
         assert!(!ownership.owns(&Pod::default()));
+        // A ReplicaSet not resolved yet (a rollout's new one) counts until it is read.
+        assert!(ownership.owns(&pod(vec![owner(
+            "apps/v1",
+            "ReplicaSet",
+            "rs-3",
+            Some(true)
+        )])));
         // A uid of an owned ReplicaSet named by another kind is not followed.
         assert!(!ownership.owns(&pod(vec![owner("batch/v1", "Job", "rs-1", Some(true))])));
         // The first controller reference decides; a non-controller reference is not one.

@@ -499,6 +499,10 @@ fn write_annotations(s: &mut String, trace: &DecisionTrace) {
     if let Some(p) = &trace.pod_selection {
         let annotation = hpa_decision::pod_selection::POD_SELECTION_STRATEGY;
         let _ = match (p.strategy.as_str(), p.excluded_pods.as_slice()) {
+            ("OwnerReferences", _) if p.owners_unknown => writeln!(
+                s,
+                "Pod selection: OwnerReferences by the annotation {annotation}: only the target's own pods count; the pods' owners could not be read, so no metric was computed"
+            ),
             ("OwnerReferences", []) => writeln!(
                 s,
                 "Pod selection: OwnerReferences by the annotation {annotation}: only the target's own pods count; every pod its selector matched is its own"

@@ -6,7 +6,8 @@
 //! unmerged) read the owners through a dynamic client with a TTL cache; this reads the one
 //! intermediate owner it follows, an `apps/v1` ReplicaSet, with a metadata-only GET
 //! (`Accept: …;as=PartialObjectMetadata`) through the controller's own client (its QPS and
-//! burst), and keeps each ReplicaSet's controller for [`OWNER_TTL`]. A ReplicaSet is read
+//! burst), and keeps each ReplicaSet's controller for [`OWNER_TTL`] ([`NO_OWNER_TTL`] for one
+//! without a controller). A ReplicaSet is read
 //! again when the pods name it with another `uid` (deleted and created again under the same
 //! name) or when the time is up; a ReplicaSet that no longer exists (or exists with another
 //! `uid` than the pods name) owns nothing. With only
@@ -33,6 +34,11 @@ use tokio::time::Instant;
 /// How long a ReplicaSet's controller is kept before it is read again: a ReplicaSet adopted
 /// by another owner (after an orphaning delete of its old one) is seen within this time.
 pub const OWNER_TTL: Duration = Duration::from_secs(300);
+
+/// How long a ReplicaSet found without a controller (or not found) is kept: an orphaned
+/// ReplicaSet is adopted again within seconds by a Deployment created again, and until then its
+/// pods are left out.
+pub const NO_OWNER_TTL: Duration = Duration::from_secs(15);
 
 /// A ReplicaSet whose owner could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +100,7 @@ impl PodOwners {
         let mut ownership = PodOwnership {
             target_uid: target_uid.to_owned(),
             owned_replica_sets: HashSet::new(),
+            foreign_replica_sets: HashSet::new(),
         };
         let mut asked = HashSet::new();
         for pod in pods {
@@ -108,6 +115,8 @@ impl PodOwners {
                 .await?;
             if !target_uid.is_empty() && controller.as_deref() == Some(target_uid) {
                 ownership.owned_replica_sets.insert(owner.uid.clone());
+            } else {
+                ownership.foreign_replica_sets.insert(owner.uid.clone());
             }
         }
         let left_out = pods
@@ -127,7 +136,12 @@ impl PodOwners {
     ) -> Result<Option<String>, OwnerLookupError> {
         let key = (namespace.to_owned(), name.to_owned());
         if let Some(kept) = self.owners.get(&key)
-            && kept.read_at.elapsed() < self.ttl
+            && kept.read_at.elapsed()
+                < if kept.controller.is_some() {
+                    self.ttl
+                } else {
+                    NO_OWNER_TTL
+                }
             && kept.asked == uid
         {
             return Ok((kept.uid.as_deref() == Some(uid))

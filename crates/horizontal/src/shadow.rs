@@ -1117,6 +1117,7 @@ mod tests {
         t.pod_selection = Some(crate::trace::PodSelectionTrace {
             strategy: "OwnerReferences".into(),
             excluded_pods: left_out.iter().map(|p| (*p).to_owned()).collect(),
+            owners_unknown: false,
         });
         t
     }

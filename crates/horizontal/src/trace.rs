@@ -124,6 +124,11 @@ pub struct PodSelectionTrace {
     /// (`OwnerReferences` only, when the metrics were read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_pods: Vec<String>,
+    /// `OwnerReferences` only: the metrics were to be read but the pods' owners were not
+    /// known (the pods could not be listed or a ReplicaSet's owner could not be read), so
+    /// which pods were left out is not known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owners_unknown: bool,
 }
 
 /// A pause by annotation (no upstream counterpart; `hpa_decision::pause`).
@@ -814,6 +819,12 @@ impl DecisionTrace {
                     .as_ref()
                     .and_then(|m| m.excluded_pods.clone())
                     .unwrap_or_default(),
+                owners_unknown: strategy
+                    == hpa_decision::pod_selection::PodSelectionStrategy::OwnerReferences
+                    && decision
+                        .metrics
+                        .as_ref()
+                        .is_some_and(|m| m.excluded_pods.is_none()),
             }),
         }
     }
@@ -824,11 +835,11 @@ impl DecisionTrace {
     }
 
     /// Whether the pod selection strategy (`kube-hpa-controller.io/pod-selection-strategy`)
-    /// left pods out of this decision.
+    /// left pods out of this decision (or may have: the owners could not be read).
     pub fn pods_left_out(&self) -> bool {
         self.pod_selection
             .as_ref()
-            .is_some_and(|p| !p.excluded_pods.is_empty())
+            .is_some_and(|p| !p.excluded_pods.is_empty() || p.owners_unknown)
     }
 
     /// Whether a metric was read from another API group

@@ -270,7 +270,9 @@ impl ReplicaCalculator {
         })
     }
 
-    /// The query's pods, and `metrics` without the samples of the pods left out.
+    /// The query's pods, and `metrics` without the samples of the pods left out: with an
+    /// [`PodOwnership`], only the samples of the pods kept count (a sample of a pod the cache
+    /// does not hold has no known owner).
     fn query_pods_for(
         &self,
         query: &ReplicaQuery<'_>,
@@ -278,6 +280,13 @@ impl ReplicaCalculator {
     ) -> Result<Vec<Arc<Pod>>, CalculatorError> {
         let (pods, left_out) = self.query_pods(query)?;
         remove_metrics_for_pods(metrics, &left_out);
+        if query.ownership.is_some() {
+            let kept: std::collections::HashSet<&str> = pods
+                .iter()
+                .filter_map(|p| p.metadata.name.as_deref())
+                .collect();
+            metrics.retain(|name, _| kept.contains(name.as_str()));
+        }
         Ok(pods)
     }
 

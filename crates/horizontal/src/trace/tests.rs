@@ -943,8 +943,19 @@ fn a_pod_selection_strategy_is_traced_and_explained() {
         serde_json::json!({"strategy": "OwnerReferences"})
     );
 
+    // The owners could not be read (the metrics failed before any pod was counted).
+    let t = with("OwnerReferences", None);
+    assert!(t.pod_selection.as_ref().unwrap().owners_unknown);
+    assert!(t.pods_left_out());
+    assert!(render_text(&t, None).contains("the pods' owners could not be read"));
+    assert_eq!(
+        serde_json::to_value(&t).unwrap()["podSelection"],
+        serde_json::json!({"strategy": "OwnerReferences", "ownersUnknown": true})
+    );
+
     let t = with("LabelSelector", None);
     assert!(render_text(&t, None).contains("Pod selection: LabelSelector"));
+    assert!(!t.pods_left_out());
 
     let t = with("owner", None);
     assert_eq!(t.pod_selection, None);
