@@ -738,3 +738,74 @@ async fn calculate_calls_the_method_its_target_names() {
     let zero_times: Vec<_> = cases.iter().map(|c| c.3.timestamp.is_none()).collect();
     assert_eq!(zero_times, [false, false, false, true, false, true, false]);
 }
+
+/// With an ownership (the `OwnerReferences` pod selection strategy), a Pods metric counts only
+/// the samples of the pods the target owns: a pod of another owner is left out with its
+/// sample, and so is a sample of a pod the lister does not hold.
+#[tokio::test]
+async fn ownership_leaves_out_other_owners_pods_and_unknown_samples() {
+    use hpa_decision::pod_selection::PodOwnership;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    let pod = |name: &str, owner_uid: &str| {
+        let mut p = (*dispatch_scenario().pods()[0]).clone();
+        p.metadata.name = Some(name.to_owned());
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: format!("rs-{owner_uid}"),
+            uid: owner_uid.into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        Arc::new(p)
+    };
+    let sample = |v: i64| hpa_metrics::PodMetric {
+        timestamp: metrics_ts(),
+        window: std::time::Duration::from_secs(60),
+        value: v,
+    };
+    let mut metrics = MockMetricsClient::new();
+    metrics.expect_get_raw_metric().returning(move |_, _, _, _| {
+        Ok((
+            [
+                ("own-1".to_owned(), sample(10_000)),
+                ("own-2".to_owned(), sample(10_000)),
+                ("job-1".to_owned(), sample(90_000)),
+                ("gone".to_owned(), sample(90_000)),
+            ]
+            .into(),
+            metrics_ts(),
+        ))
+    });
+    let calc = calculator(
+        metrics,
+        lister_for(vec![pod("own-1", "rs-a"), pod("own-2", "rs-a"), pod("job-1", "job")]),
+    );
+    let selector = pod_selector();
+    let everything = Selector::everything();
+    let ownership = PodOwnership {
+        target_uid: "target".into(),
+        owned_replica_sets: ["rs-a".to_owned()].into(),
+        foreign_replica_sets: ["job".to_owned()].into(),
+    };
+    let pods_metric = PodsMetric {
+        metric_name: "qps",
+        metric_selector: &everything,
+    };
+    let owned = ReplicaQuery {
+        ownership: Some(&ownership),
+        ..query(&selector, 2, Tolerances::default())
+    };
+    // 10 a pod against 10: the current 2.
+    let r = calc
+        .get_metric_replicas(&owned, &pods_metric, 10_000)
+        .await
+        .unwrap();
+    assert_eq!((r.replica_count, r.usage), (2, 10_000));
+    // Without it, upstream's arithmetic over every sample: (10 + 10 + 90 + 90) / 4 = 50.
+    let r = calc
+        .get_metric_replicas(&query(&selector, 2, Tolerances::default()), &pods_metric, 10_000)
+        .await
+        .unwrap();
+    assert_eq!(r.usage, 50_000);
+}
