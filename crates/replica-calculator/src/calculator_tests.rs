@@ -765,21 +765,27 @@ async fn ownership_leaves_out_other_owners_pods_and_unknown_samples() {
         value: v,
     };
     let mut metrics = MockMetricsClient::new();
-    metrics.expect_get_raw_metric().returning(move |_, _, _, _| {
-        Ok((
-            [
-                ("own-1".to_owned(), sample(10_000)),
-                ("own-2".to_owned(), sample(10_000)),
-                ("job-1".to_owned(), sample(90_000)),
-                ("gone".to_owned(), sample(90_000)),
-            ]
-            .into(),
-            metrics_ts(),
-        ))
-    });
+    metrics
+        .expect_get_raw_metric()
+        .returning(move |_, _, _, _| {
+            Ok((
+                [
+                    ("own-1".to_owned(), sample(10_000)),
+                    ("own-2".to_owned(), sample(10_000)),
+                    ("job-1".to_owned(), sample(90_000)),
+                    ("gone".to_owned(), sample(90_000)),
+                ]
+                .into(),
+                metrics_ts(),
+            ))
+        });
     let calc = calculator(
         metrics,
-        lister_for(vec![pod("own-1", "rs-a"), pod("own-2", "rs-a"), pod("job-1", "job")]),
+        lister_for(vec![
+            pod("own-1", "rs-a"),
+            pod("own-2", "rs-a"),
+            pod("job-1", "job"),
+        ]),
     );
     let selector = pod_selector();
     let everything = Selector::everything();
@@ -804,7 +810,11 @@ async fn ownership_leaves_out_other_owners_pods_and_unknown_samples() {
     assert_eq!((r.replica_count, r.usage), (2, 10_000));
     // Without it, upstream's arithmetic over every sample: (10 + 10 + 90 + 90) / 4 = 50.
     let r = calc
-        .get_metric_replicas(&query(&selector, 2, Tolerances::default()), &pods_metric, 10_000)
+        .get_metric_replicas(
+            &query(&selector, 2, Tolerances::default()),
+            &pods_metric,
+            10_000,
+        )
         .await
         .unwrap();
     assert_eq!(r.usage, 50_000);
