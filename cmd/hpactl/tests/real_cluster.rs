@@ -1476,3 +1476,78 @@ fn a_metric_from_a_second_aggregated_provider() {
         });
     }
 }
+
+/// API Priority and Fairness: `config/flowschema.yaml` (applied by `cluster up` with the RBAC)
+/// classifies this controller's requests as kube-controller-manager's are classified: the
+/// API server answers a request made with `controller.kubeconfig` with the UID of the
+/// FlowSchema `kube-hpa-controller` and of the priority level KCM's own FlowSchema names
+/// (`workload-high`).
+#[test]
+#[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
+fn the_controllers_requests_get_kube_controller_managers_priority_level() {
+    use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
+    let rt = runtime();
+    for release in releases() {
+        rt.block_on(async {
+            let c = cluster_up(release, "flowschema", false).await;
+            let admin = c.admin_client().await.unwrap();
+            let schemas: Api<FlowSchema> = Api::all(admin.clone());
+            let levels: Api<PriorityLevelConfiguration> = Api::all(admin.clone());
+            // The API server creates its suggested FlowSchemas shortly after it is ready.
+            let kcm = eventually(
+                Duration::from_secs(30),
+                "the suggested FlowSchema kube-controller-manager",
+                || async { schemas.get("kube-controller-manager").await.map_err(|e| e.to_string()) },
+            )
+            .await;
+            let ours = schemas.get("kube-hpa-controller").await.unwrap();
+            assert_eq!(
+                ours.spec.priority_level_configuration.name,
+                kcm.spec.priority_level_configuration.name,
+                "KCM's priority level"
+            );
+            assert_eq!(
+                ours.spec.matching_precedence,
+                kcm.spec.matching_precedence
+            );
+            let level_name = kcm.spec.priority_level_configuration.name;
+            let level = levels.get(&level_name).await.unwrap();
+            let client = kube::Client::try_from(
+                kube::Config::from_custom_kubeconfig(
+                    kube::config::Kubeconfig::read_from(c.controller_kubeconfig()).unwrap(),
+                    &Default::default(),
+                )
+                .await
+                .unwrap(),
+            )
+            .unwrap();
+            let header = |resp: &http::Response<kube::client::Body>, name: &str| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            eventually(
+                Duration::from_secs(30),
+                "a request of the controller classified by the FlowSchema kube-hpa-controller",
+                || async {
+                    let req = http::Request::get("/api/v1/namespaces/default/pods?limit=1")
+                        .body(Vec::new())
+                        .unwrap();
+                    let resp = client.send(req.map(kube::client::Body::from)).await.map_err(|e| e.to_string())?;
+                    let schema = header(&resp, "X-Kubernetes-PF-FlowSchema-UID");
+                    let priority = header(&resp, "X-Kubernetes-PF-PriorityLevel-UID");
+                    if schema == ours.metadata.uid && priority == level.metadata.uid {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "FlowSchema {schema:?} (ours {:?}), priority level {priority:?} ({level_name} {:?})",
+                            ours.metadata.uid, level.metadata.uid
+                        ))
+                    }
+                },
+            )
+            .await;
+        });
+    }
+}

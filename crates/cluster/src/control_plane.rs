@@ -7,7 +7,7 @@
 //! `--endpoint-reconciler-type=none` (a loopback address cannot be the `kubernetes`
 //! Endpoints), etcd over plain HTTP on loopback, and the request-header flags for the
 //! aggregator. What `up` does after `/readyz` is what a kubeadm cluster would already have plus
-//! this project's install: `config/rbac.yaml` applied, a token for its ServiceAccount in
+//! this project's install: `config/rbac.yaml` and `config/flowschema.yaml` applied, a token for its ServiceAccount in
 //! `controller.kubeconfig`, and the metrics `APIService`s (their Service is
 //! `type: ExternalName` to `localhost`: Endpoints may not point at loopback).
 
@@ -29,6 +29,9 @@ use crate::process::{self, ProcessError, ProcessRecord};
 
 /// This project's RBAC, applied to every cluster so that the real apiserver enforces it.
 pub const RBAC_YAML: &str = include_str!("../../../config/rbac.yaml");
+/// This project's FlowSchema (API Priority and Fairness), applied with the RBAC so that the
+/// controller's requests are classified as an install classifies them.
+pub const FLOWSCHEMA_YAML: &str = include_str!("../../../config/flowschema.yaml");
 /// The namespace of the metrics Service and of this controller's ServiceAccount.
 pub const SYSTEM_NAMESPACE: &str = "kube-system";
 /// The ExternalName Service the metrics `APIService`s point at.
@@ -878,16 +881,21 @@ async fn start_and_bootstrap(
 }
 
 /// Applies `config/rbac.yaml` (and the `default` ServiceAccount of `kube-system`, which the
-/// ServiceAccount controller would create).
+/// ServiceAccount controller would create) and `config/flowschema.yaml`.
 async fn bootstrap_rbac(client: &kube::Client) -> Result<(), ClusterError> {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(RBAC_YAML).map_err(|e| ClusterError::Manifest {
-            what: "config/rbac.yaml",
-            message: e.to_string(),
-        })?;
     let mut applier = Applier::new(client.clone());
-    for doc in docs.into_iter().filter(|d| !d.is_null()) {
-        applier.apply(doc).await?;
+    for (what, yaml) in [
+        ("config/rbac.yaml", RBAC_YAML),
+        ("config/flowschema.yaml", FLOWSCHEMA_YAML),
+    ] {
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(yaml).map_err(|e| ClusterError::Manifest {
+                what,
+                message: e.to_string(),
+            })?;
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            applier.apply(doc).await?;
+        }
     }
     Ok(())
 }
