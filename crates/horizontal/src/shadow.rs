@@ -332,6 +332,72 @@ pub fn their_rescale(
     })
 }
 
+/// An annotation of this controller that the active controller does not read, and the
+/// decisions it makes incomparable (no upstream counterpart).
+struct NotRead {
+    /// Whether a decision was shaped by it.
+    applies: fn(&DecisionTrace) -> bool,
+    /// The `reason` it is counted under.
+    reason: PendingReason,
+    /// The summary for this controller's latest decision.
+    latest: &'static str,
+    /// The summary for the decision made at that time from the other controller's inputs.
+    at: fn(Timestamp) -> String,
+}
+
+/// The annotations the active controller does not read, in the order they are checked.
+const NOT_READ: [NotRead; 4] = [
+    // A pause: the active controller knows nothing of it.
+    NotRead {
+        applies: DecisionTrace::paused,
+        reason: PendingReason::Paused,
+        latest: "not compared: this controller's decision is paused by annotation, which the other controller does not read",
+        at: |t| {
+            format!(
+                "not compared: this controller's decision at {t} from the other controller's inputs was paused by annotation, which the other controller does not read"
+            )
+        },
+    },
+    // A metric's fallback in effect: the active controller has none.
+    NotRead {
+        applies: DecisionTrace::fallback_in_effect,
+        reason: PendingReason::Fallback,
+        latest: "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) is in effect in this controller's decision, which the other controller does not read",
+        at: |t| {
+            format!(
+                "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) was in effect in this controller's decision at {t} from the other controller's inputs"
+            )
+        },
+    },
+    // Pods left out: the active controller counts every selected pod.
+    NotRead {
+        applies: DecisionTrace::pods_left_out,
+        reason: PendingReason::PodSelection,
+        latest: "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision, which the other controller counts",
+        at: |t| {
+            format!(
+                "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision at {t} from the other controller's inputs"
+            )
+        },
+    },
+    // A metric read from another API group: the active controller reads the default group.
+    NotRead {
+        applies: DecisionTrace::metric_routed,
+        reason: PendingReason::MetricSource,
+        latest: "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision, where the other controller reads the default group",
+        at: |t| {
+            format!(
+                "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision at {t} from the other controller's inputs"
+            )
+        },
+    },
+];
+
+/// The first annotation of [`NOT_READ`] that shaped `trace`.
+fn not_read_by_the_other_side(trace: &DecisionTrace) -> Option<&'static NotRead> {
+    NOT_READ.iter().find(|n| (n.applies)(trace))
+}
+
 /// Compare this controller's decisions with the other side's last status.
 ///
 /// `theirs` is the HPA status as read at the start of the reconcile (written by the active
@@ -403,38 +469,9 @@ pub fn compare(
         current_replicas: target_now,
         conditions: Vec::new(),
     });
-    // A paused decision is not compared: the active controller knows nothing of the pause.
-    if latest.is_some_and(DecisionTrace::paused) {
-        return pending(
-            PendingReason::Paused,
-            "not compared: this controller's decision is paused by annotation, which the other controller does not read".to_owned(),
-            latest_side,
-        );
-    }
-    // Nor one with a metric's fallback in effect: the active controller has no fallback.
-    if latest.is_some_and(DecisionTrace::fallback_in_effect) {
-        return pending(
-            PendingReason::Fallback,
-            "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) is in effect in this controller's decision, which the other controller does not read".to_owned(),
-            latest_side,
-        );
-    }
-    // Nor one that left pods out: the active controller counts every selected pod.
-    if latest.is_some_and(DecisionTrace::pods_left_out) {
-        return pending(
-            PendingReason::PodSelection,
-            "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision, which the other controller counts".to_owned(),
-            latest_side,
-        );
-    }
-    // Nor one that read a metric from another API group: the active controller reads the
-    // default group.
-    if latest.is_some_and(DecisionTrace::metric_routed) {
-        return pending(
-            PendingReason::MetricSource,
-            "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision, where the other controller reads the default group".to_owned(),
-            latest_side,
-        );
+    // A decision shaped by an annotation the active controller does not read is not compared.
+    if let Some(n) = latest.and_then(not_read_by_the_other_side) {
+        return pending(n.reason, n.latest.to_owned(), latest_side);
     }
     if theirs.conditions.as_ref().is_none_or(Vec::is_empty) {
         return pending(
@@ -542,45 +579,8 @@ pub fn compare(
     };
     let matched = &ours[at];
     let our_side = side_of(matched);
-    if matched.paused() {
-        return pending(
-            PendingReason::Paused,
-            format!(
-                "not compared: this controller's decision at {} from the other controller's inputs was paused by annotation, which the other controller does not read",
-                matched.time
-            ),
-            our_side,
-        );
-    }
-    if matched.fallback_in_effect() {
-        return pending(
-            PendingReason::Fallback,
-            format!(
-                "not compared: a metric's fallback (annotation kube-hpa-controller.io/metric-fallback) was in effect in this controller's decision at {} from the other controller's inputs",
-                matched.time
-            ),
-            our_side,
-        );
-    }
-    if matched.metric_routed() {
-        return pending(
-            PendingReason::MetricSource,
-            format!(
-                "not compared: a metric was read from another API group (annotation kube-hpa-controller.io/metric-source) in this controller's decision at {} from the other controller's inputs",
-                matched.time
-            ),
-            our_side,
-        );
-    }
-    if matched.pods_left_out() {
-        return pending(
-            PendingReason::PodSelection,
-            format!(
-                "not compared: the pod selection strategy (annotation kube-hpa-controller.io/pod-selection-strategy) left pods out of this controller's decision at {} from the other controller's inputs",
-                matched.time
-            ),
-            our_side,
-        );
+    if let Some(n) = not_read_by_the_other_side(matched) {
+        return pending(n.reason, (n.at)(matched.time), our_side);
     }
     let mut differences = Vec::new();
     if our_side.desired_replicas != their_side.desired_replicas {
