@@ -312,16 +312,25 @@ impl Cluster {
     /// Writes a kubeconfig with a new token of this controller's ServiceAccount to `path`
     /// (each token has its own credential id in the audit log); returns the token.
     pub async fn write_controller_kubeconfig(&self, path: &Path) -> Result<String, ClusterError> {
+        self.write_service_account_kubeconfig(SYSTEM_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT, path)
+            .await
+    }
+
+    /// Writes a kubeconfig with a new token (TokenRequest) of the ServiceAccount
+    /// `namespace/name` to `path`: what a pod running as that ServiceAccount is given, for the
+    /// processes a test runs in a pod's place (no kubelet runs here). Returns the token.
+    pub async fn write_service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+        path: &Path,
+    ) -> Result<String, ClusterError> {
         let client = self.admin_client().await?;
-        let token = controller_token(&client).await?;
+        let token = service_account_token(&client, namespace, name).await?;
         let ca_path = self.pki().file("ca.crt");
         let ca = std::fs::read_to_string(&ca_path).map_err(file_err(&ca_path))?;
-        let text = kubeconfig::kubeconfig(
-            &self.server_url(),
-            &ca,
-            CONTROLLER_SERVICE_ACCOUNT,
-            &Credentials::Token(&token),
-        );
+        let text =
+            kubeconfig::kubeconfig(&self.server_url(), &ca, name, &Credentials::Token(&token));
         kubeconfig::write(path, &text).map_err(file_err(path))?;
         Ok(token)
     }
@@ -900,16 +909,18 @@ async fn bootstrap_rbac(client: &kube::Client) -> Result<(), ClusterError> {
     Ok(())
 }
 
-/// A token of this controller's ServiceAccount (TokenRequest; no token controller runs).
-async fn controller_token(client: &kube::Client) -> Result<String, ClusterError> {
+/// A token of the ServiceAccount `namespace/name` (TokenRequest; no token controller runs).
+async fn service_account_token(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<String, ClusterError> {
     let body = json!({
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
         "spec": {"expirationSeconds": TOKEN_SECONDS},
     });
-    let url = format!(
-        "/api/v1/namespaces/{SYSTEM_NAMESPACE}/serviceaccounts/{CONTROLLER_SERVICE_ACCOUNT}/token"
-    );
+    let url = format!("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token");
     let req = http::Request::post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(body.to_string().into_bytes())
@@ -921,9 +932,7 @@ async fn controller_token(client: &kube::Client) -> Result<String, ClusterError>
         .request(req)
         .await
         .map_err(|source| ClusterError::Api {
-            what: format!(
-                "a token for ServiceAccount {SYSTEM_NAMESPACE}/{CONTROLLER_SERVICE_ACCOUNT}"
-            ),
+            what: format!("a token for ServiceAccount {namespace}/{name}"),
             source: Box::new(source),
         })?;
     answer
