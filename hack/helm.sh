@@ -78,16 +78,32 @@ cmd_build() {
     # shellcheck disable=SC2064 # expand now: the directory of this build
     trap "rm -rf '$work'" EXIT
     log=$work/build.log
+    : >"$log"
     mkdir -p "$work/bin"
 
     echo "helm.sh: building $HELM_MODULE/cmd/helm@$HELM_VERSION with $(go env GOVERSION)" \
         "(modules from $(go env GOPROXY)) into $dir/bin/helm"
     local started=$SECONDS
-    # helm's own release builds set the version by ldflags; without them it reports v3.22.
+    # The ldflags of helm's own release builds (its Makefile): the version (else it reports
+    # v3.22), and the Kubernetes version of its client-go module as the default of
+    # .Capabilities.KubeVersion and of lint's deprecation checks (else v1.20).
+    local gomod client_go k8s_minor
+    gomod=$(env -C "$work" GOFLAGS=-mod=mod go mod download -json "$HELM_MODULE@$HELM_VERSION" 2>>"$log" |
+        sed -n 's/.*"GoMod": *"\([^"]*\)".*/\1/p') || true
+    [[ -n $gomod && -f $gomod ]] ||
+        die "the Go module proxy ($(go env GOPROXY)) did not serve $HELM_MODULE@$HELM_VERSION: $(tail -n 3 "$log")"
+    client_go=$(awk '$1 == "k8s.io/client-go" { print $2; exit }' "$gomod")
+    [[ $client_go =~ ^v0\.([0-9]+)\. ]] || die "cannot read the k8s.io/client-go version of $gomod"
+    k8s_minor=${BASH_REMATCH[1]}
+    local ldflags="-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION"
+    ldflags+=" -X $HELM_MODULE/internal/version.gitTreeState=clean"
+    local p
+    for p in pkg/lint/rules pkg/chartutil; do
+        ldflags+=" -X $HELM_MODULE/$p.k8sVersionMajor=1 -X $HELM_MODULE/$p.k8sVersionMinor=$k8s_minor"
+    done
     if ! env -C "$work" GOBIN="$work/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-        go install -trimpath \
-        -ldflags "-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION -X $HELM_MODULE/internal/version.gitTreeState=clean" \
-        "$HELM_MODULE/cmd/helm@$HELM_VERSION" >"$log" 2>&1; then
+        go install -trimpath -ldflags "$ldflags" \
+        "$HELM_MODULE/cmd/helm@$HELM_VERSION" >>"$log" 2>&1; then
         echo "---- last lines of $log" >&2
         tail -n 25 "$log" >&2
         if grep -qi 'no space left on device' "$log"; then
@@ -106,6 +122,7 @@ cmd_build() {
     {
         echo "helm $HELM_VERSION"
         echo "go $(go env GOVERSION)"
+        echo "kubernetes 1.$k8s_minor (k8s.io/client-go $client_go)"
         echo "seconds $((SECONDS - started))"
     } >"$work/BUILD-INFO"
     touch "$work/.complete"
