@@ -35,7 +35,8 @@ cargo run -q -p hpactl -- replay test-fixtures/scenarios
 # The real control plane: upstream's kube-apiserver, etcd and kube-controller-manager, built from
 # upstream's Go modules by hack/kube.sh (cached outside the repository; a built version is reused),
 # for each version in KUBE_VERSIONS (comma-separated; default 1.37.2; the tested ones are
-# `hack/kube.sh versions`). The tests bring up their own clusters (cmd/hpactl/tests/real_cluster*.rs).
+# `hack/kube.sh versions`), and helm for the chart's tests (hack/helm.sh). The tests bring up their
+# own clusters (cmd/hpactl/tests/real_cluster*.rs).
 echo "== real-cluster tests (KUBE_VERSIONS=${KUBE_VERSIONS:=1.37.2})"
 if ! command -v go >/dev/null 2>&1; then
     echo "SKIPPED: the real-cluster tests: Go is not installed, so upstream's binaries cannot be built (hack/kube.sh)"
@@ -44,6 +45,8 @@ else
     IFS=, read -r -a kube_versions <<<"$KUBE_VERSIONS"
     started=$SECONDS
     hack/kube.sh build "${kube_versions[@]}"
+    # helm, for the chart's tests (cmd/hpactl/tests/real_cluster_chart.rs), also from its Go module.
+    hack/helm.sh build
     echo "   binaries ready in $((SECONDS - started)) s"
     started=$SECONDS
     # --workspace: the features the workspace test above built with (no rebuild for -p alone).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of hack/kube.sh's refusals and cache rules (run by hack/test.sh when Go is present):
+# Tests of hack/kube.sh's (and hack/helm.sh's) refusals and cache rules (run by hack/test.sh when Go is present):
 # Go missing or older than the module's go directive, a version the proxy does not serve, a
 # full disk, a malformed version, a half-built cache, and `path` of a built version.
 set -uo pipefail
@@ -69,6 +69,18 @@ for v in $(hack/kube.sh versions); do
         done
     fi
 done
+
+# hack/helm.sh: the same cache rules.
+expect "helm.sh: no Go on PATH" 1 "Go is not installed" -- \
+    env PATH=/nonexistent KUBE_HPA_CACHE="$tmp/c" "$bash" hack/helm.sh build
+mkdir -p "$tmp/c/helm/$(hack/helm.sh version)/bin"
+printf '#!/bin/sh\n' >"$tmp/c/helm/$(hack/helm.sh version)/bin/helm"
+chmod +x "$tmp/c/helm/$(hack/helm.sh version)/bin/helm"
+expect "helm.sh: a half-built cache" 1 "is not built" -- env KUBE_HPA_CACHE="$tmp/c" hack/helm.sh path
+if dir=$(hack/helm.sh path 2>/dev/null); then
+    expect "helm.sh: a second build is a no-op" 0 "already built" -- hack/helm.sh build
+    expect "helm.sh: the built helm reports its version" 0 "$(hack/helm.sh version)" -- "$dir/helm" version
+fi
 
 if ((failures > 0)); then
     echo "$failures kube.sh test(s) failed" >&2
