@@ -3,6 +3,9 @@
 //! with a clear error.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
@@ -98,22 +101,6 @@ fn checkout_commit() -> Option<String> {
     Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// The fields of `--version=raw`'s `version.Info{Name:"value", ...}` line.
-pub fn raw_fields(line: &str) -> Vec<(String, String)> {
-    let body = line
-        .trim()
-        .strip_prefix("version.Info{")
-        .and_then(|b| b.strip_suffix('}'))
-        .unwrap_or_else(|| panic!("not a version.Info line: {line}"));
-    body.split(", ")
-        .map(|field| {
-            let (name, value) = field.split_once(':').unwrap();
-            let value = value.strip_prefix('"').unwrap().strip_suffix('"').unwrap();
-            (name.to_string(), value.to_string())
-        })
-        .collect()
-}
-
 /// `--version` prints the version and the commit, `--version=raw` every build field, as
 /// kube-controller-manager's `verflag` does; nothing starts (no kubeconfig is read), even
 /// next to an invalid flag value; `--version=false` runs.
@@ -146,7 +133,7 @@ fn version_prints_the_build_and_exits_0() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let raw = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(raw.lines().count(), 1, "{raw}");
-    let fields = raw_fields(&raw);
+    let fields = common::raw_fields(&raw);
     let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
