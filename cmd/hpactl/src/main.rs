@@ -267,7 +267,7 @@ const EXIT_INVALID: u8 = 2;
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Installed as a kubectl plugin (`kubectl-hpa_explain`), the name says the subcommand.
-    let command = match args.first().and_then(|program| plugin::Plugin::of(program)) {
+    let command = match args.first().and_then(plugin::Plugin::of) {
         Some(plugin) => plugin.parse(args),
         None => {
             let cli = Cli::parse_from(args);

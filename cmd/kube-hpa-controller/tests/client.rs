@@ -368,7 +368,7 @@ async fn request_and_response_sizes_follow_client_go() {
         )
         .await
         .unwrap();
-    let mut events = std::pin::pin!(events);
+    let mut events = Box::pin(events);
     let first = tokio::time::timeout(Duration::from_secs(10), events.next())
         .await
         .expect("the first event arrives while the stream stays open")
