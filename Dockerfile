@@ -7,14 +7,17 @@
 # writes its CycloneDX SBOM, shipped in the image at /usr/share/doc/kube-hpa-controller/ and
 # attachable to the pushed image as an attestation (README "Sign the image").
 FROM rust:1.95-bookworm AS build
-# The commit stamped into --version and kubernetes_build_info when .git is not in the context.
-ARG KUBE_HPA_GIT_COMMIT=
-ARG KUBE_HPA_GIT_TREE_STATE=
-ARG SOURCE_DATE_EPOCH=
-ENV KUBE_HPA_GIT_COMMIT=${KUBE_HPA_GIT_COMMIT} \
-    KUBE_HPA_GIT_TREE_STATE=${KUBE_HPA_GIT_TREE_STATE} \
-    SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH} \
-    KUBE_HPA_CACHE=/cache \
+# The build stamp (--version, kubernetes_build_info): .git is not copied (.dockerignore), so
+# the commit and tree state come from here, e.g.
+#   docker build --build-arg KUBE_HPA_GIT_COMMIT=$(git rev-parse HEAD) \
+#     --build-arg KUBE_HPA_GIT_TREE_STATE=$(test -z "$(git status --porcelain)" && echo clean || echo dirty) \
+#     --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) .
+# Unset, they are "unknown" and the build date is the time of the build.
+ARG KUBE_HPA_GIT_COMMIT=""
+ARG KUBE_HPA_GIT_TREE_STATE=""
+ARG SOURCE_DATE_EPOCH=""
+# hack/release.sh installs cargo-auditable and cargo-cyclonedx under KUBE_HPA_CACHE.
+ENV KUBE_HPA_CACHE=/cache \
     CARGO_TARGET_DIR=/src/target
 WORKDIR /src
 COPY . .

@@ -1,17 +1,22 @@
 // The `kubectl` probe shared by the build scripts of the crates whose tests run kubectl
-// (`crates/fixtures/build.rs`, `cmd/kube-hpa-controller/build.rs`), included with `include!`.
+// (`crates/fixtures/build.rs`, `cmd/kube-hpa-controller/build.rs`, `cmd/hpactl/build.rs`),
+// included with `include!`.
 
 use std::path::{Path, PathBuf};
 
-/// Sets the `has_kubectl` cfg when an executable `kubectl` is on `PATH`, and
-/// `HPA_TEST_KUBECTL` to its path (empty if none); reruns when `PATH` or the build script
-/// changes.
+/// Sets the `has_kubectl` cfg when `KUBECTL` names an executable file or an executable
+/// `kubectl` is on `PATH`, and `HPA_TEST_KUBECTL` to its path (empty if none); reruns when
+/// `KUBECTL`, `PATH` or the build script changes.
 fn probe_kubectl() {
     println!("cargo::rustc-check-cfg=cfg(has_kubectl)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=../../hack/build/kubectl_probe.rs");
     println!("cargo::rerun-if-env-changed=PATH");
-    let kubectl = find_on_path("kubectl");
+    println!("cargo::rerun-if-env-changed=KUBECTL");
+    let kubectl = std::env::var_os("KUBECTL")
+        .map(PathBuf::from)
+        .filter(|p| is_executable(p))
+        .or_else(|| find_on_path("kubectl"));
     let kubectl = kubectl
         .as_deref()
         .and_then(Path::to_str)

@@ -434,24 +434,6 @@ async fn fresh(args: &ExplainArgs, key: &str) -> Result<DecisionTrace, ExplainEr
     Ok(trace)
 }
 
-/// The plugin name under which `hpactl` acts as `hpactl explain`.
-pub const PLUGIN_NAME: &str = "kubectl-hpa_explain";
-
-/// The arguments as `hpactl` parses them: run as `kubectl-hpa_explain`, the `explain`
-/// subcommand is implied.
-pub fn plugin_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = args.into_iter().collect();
-    let is_plugin = args.first().is_some_and(|program| {
-        Path::new(program)
-            .file_stem()
-            .is_some_and(|stem| stem == PLUGIN_NAME)
-    });
-    if is_plugin {
-        args.insert(1, "explain".into());
-    }
-    args
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -468,19 +450,6 @@ mod tests {
         Cli::try_parse_from(std::iter::once("explain").chain(args.iter().copied()))
             .map(|c| c.args)
             .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    #[test]
-    fn the_plugin_name_implies_explain() {
-        let args = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
-        assert_eq!(
-            plugin_args(args(&["/usr/local/bin/kubectl-hpa_explain", "ns/web"])),
-            args(&["/usr/local/bin/kubectl-hpa_explain", "explain", "ns/web"])
-        );
-        assert_eq!(
-            plugin_args(args(&["hpactl", "explain", "ns/web"])),
-            args(&["hpactl", "explain", "ns/web"])
-        );
     }
 
     #[test]

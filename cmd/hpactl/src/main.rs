@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use hpa_build_info::BUILD_INFO;
+use hpa_config::VersionFlag;
 use hpa_fixtures::bench::{self, BenchConfig, ControllerRun};
 use hpa_fixtures::generate::{GenerateConfig, MetricMix, Wave};
 use hpa_fixtures::replay;
@@ -31,6 +33,7 @@ mod demo;
 mod drive;
 mod explain;
 mod out;
+mod plugin;
 
 use demo::{DemoConfig, GoDuration};
 
@@ -38,14 +41,13 @@ use out::outln;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
-#[command(
-    name = "hpactl",
-    version,
-    about = "Tools for kube-hpa-controller scenarios"
-)]
+#[command(name = "hpactl", about = "Tools for kube-hpa-controller scenarios")]
 struct Cli {
+    /// --version, --version=raw prints version information and quits
+    #[arg(long, value_name = "version", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = VersionFlag::parse)]
+    version: Option<VersionFlag>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,19 +183,24 @@ enum Command {
     Drive(drive::DriveArgs),
     /// What an HPA would do under a load timeline: runs the controller's decision code on a
     /// virtual clock over a simulated workload (docs/simulate-format.md) and writes
-    /// DIR/simulation.csv and DIR/simulation.svg.
-    Simulate {
-        /// The simulation file (YAML).
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
-        /// The output directory (created if missing).
-        #[arg(long, short, value_name = "DIR")]
-        out: PathBuf,
-        /// A second simulation file (another HPA variant) run over the first file's load and
-        /// workload, drawn on the same chart.
-        #[arg(long, value_name = "OTHER.yaml")]
-        compare: Option<PathBuf>,
-    },
+    /// DIR/simulation.csv and DIR/simulation.svg. Installed as `kubectl-hpa_simulate`, this
+    /// is `kubectl hpa-simulate FILE --out DIR`.
+    Simulate(SimulateArgs),
+}
+
+/// `hpactl simulate` arguments.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The simulation file (YAML).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The output directory (created if missing).
+    #[arg(long, short, value_name = "DIR")]
+    out: PathBuf,
+    /// A second simulation file (another HPA variant) run over the first file's load and
+    /// workload, drawn on the same chart.
+    #[arg(long, value_name = "OTHER.yaml")]
+    compare: Option<PathBuf>,
 }
 
 /// The demo scenario, embedded so that `hpactl demo` runs from any directory.
@@ -258,8 +265,35 @@ const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml"
 const EXIT_INVALID: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(explain::plugin_args(std::env::args_os()));
-    match cli.command {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Installed as a kubectl plugin (`kubectl-hpa_explain`), the name says the subcommand.
+    let command = match args.first().and_then(plugin::Plugin::of) {
+        Some(plugin) => plugin.parse(args),
+        None => {
+            let cli = Cli::parse_from(args);
+            match (cli.version, cli.command) {
+                (Some(VersionFlag::Raw), _) => {
+                    out::text(&BUILD_INFO.raw_text());
+                    return ExitCode::SUCCESS;
+                }
+                (Some(VersionFlag::True), _) => {
+                    out::text(&BUILD_INFO.version_text("hpactl"));
+                    return ExitCode::SUCCESS;
+                }
+                (_, Some(command)) => command,
+                (_, None) => {
+                    use clap::CommandFactory;
+                    Cli::command()
+                        .error(
+                            clap::error::ErrorKind::MissingSubcommand,
+                            "a subcommand is required",
+                        )
+                        .exit()
+                }
+            }
+        }
+    };
+    match command {
         Command::Replay {
             check,
             scale_target_cache,
@@ -331,7 +365,9 @@ fn main() -> ExitCode {
         Command::Record(args) => record_cmd(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Drive(args) => drive::run(args),
-        Command::Simulate { file, out, compare } => simulate_cmd(&file, &out, compare.as_deref()),
+        Command::Simulate(SimulateArgs { file, out, compare }) => {
+            simulate_cmd(&file, &out, compare.as_deref())
+        }
     }
 }
 

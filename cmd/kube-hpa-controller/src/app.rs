@@ -15,6 +15,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hpa_build_info::BUILD_INFO;
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{KubeVersion, Options, SystemClock};
 use hpa_horizontal::{
@@ -233,6 +234,13 @@ pub async fn run(
     }
 
     if !options.hpa_controller_enabled() {
+        // No version is resolved for a controller that does not run: the build and the gates
+        // are those of --emulated-version, else of the newest version this binary knows.
+        let version = options.emulated_version().unwrap_or(KubeVersion::NEWEST);
+        crate::metrics::register_build_info(&registry, &BUILD_INFO, stability_at(version))?;
+        if let Ok((gates, _)) = options.feature_gates_at(version) {
+            crate::metrics::register_feature_gates(&registry, &gates)?;
+        }
         // kube-controller-manager's words and level for a controller left out of --controllers.
         tracing::info!(
             controller = "horizontal-pod-autoscaler-controller",
@@ -265,11 +273,10 @@ pub async fn run(
         source = if options.emulated_version().is_some() { "--emulated-version" } else { "the API server's /version" },
         "behaving as the HPA controller of kube-controller-manager {version}"
     );
-    let stability = if version.at_least(KubeVersion::V1_36) {
-        Stability::Beta
-    } else {
-        Stability::Alpha
-    };
+    let stability = stability_at(version);
+    // What component-base registers at init, here once the version behaved as is known.
+    crate::metrics::register_build_info(&registry, &BUILD_INFO, stability)?;
+    crate::metrics::register_feature_gates(&registry, &config.gates)?;
     let controller = build_controller(config, &clients, &registry, stability)?;
     debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
@@ -350,6 +357,16 @@ pub async fn run(
             }
             Ok(Outcome::Stopped)
         }
+    }
+}
+
+/// The stability of the metrics that went from alpha to beta in Kubernetes 1.36 (the
+/// workqueue's, `kubernetes_build_info`) at the version behaved as.
+fn stability_at(version: KubeVersion) -> Stability {
+    if version.at_least(KubeVersion::V1_36) {
+        Stability::Beta
+    } else {
+        Stability::Alpha
     }
 }
 

@@ -18,7 +18,12 @@
 //! words transport failures as Go does (`crate::tls`). The process builds one client per
 //! purpose, as KCM does ([`build_clients`]). The request duration runs from before the first
 //! throttle wait to the last response's headers; watches (`?watch=true`) skip the throttle,
-//! the timeout and the duration histogram but are counted in `rest_client_requests_total`. Metric labels: `verb`/`method` is the HTTP method
+//! the timeout and the duration histogram but are counted in `rest_client_requests_total`.
+//! `rest_client_request_size_bytes` observes each attempt's body length (0 for a GET), as
+//! `Request.request` does after each `client.Do`; `rest_client_response_size_bytes` the final
+//! response's body length, counted as the body streams through ([`SizedBody`], nothing
+//! buffered) and observed at its end, as `Request.Do` observes `len(result.body)` once per
+//! call; client-go's `Request.Watch` observes neither, so watches are in neither. Metric labels: `verb`/`method` is the HTTP method
 //! (`GET`, `PUT`, ...), `host` the API server's `host:port` as configured, `code` the status
 //! or `<error>` when no response came.
 //!
@@ -717,11 +722,11 @@ where
     S: Service<Request<kube::client::Body>, Response = Response<RB>> + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<BoxError> + 'static,
-    RB: Send + 'static,
+    RB: http_body::Body + Unpin + Send + 'static,
 {
-    type Response = Response<RB>;
+    type Response = Response<SizedBody<RB>>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // Readiness of the inner service is awaited per attempt in `call`.
@@ -750,12 +755,23 @@ where
                 },
                 None => attempts.await,
             };
-            if !watch && let Some(m) = &state.metrics {
+            let verb = op.to_ascii_uppercase();
+            let metrics = state.metrics.as_ref().filter(|_| !watch);
+            if let Some(m) = metrics {
                 m.request_duration
-                    .with_label_values(&[op.to_ascii_uppercase().as_str(), state.host.as_str()])
+                    .with_label_values(&[verb.as_str(), state.host.as_str()])
                     .observe(start.elapsed().as_secs_f64());
             }
-            result.map_err(|e| Box::new(e) as BoxError)
+            // client-go observes the response size in `Request.Do` once the body is read; a
+            // watch (`Request.Watch`) is never observed, and neither is a request that got no
+            // response.
+            let observer = metrics.map(|m| {
+                m.response_size
+                    .with_label_values(&[verb.as_str(), state.host.as_str()])
+            });
+            result
+                .map(|response| response.map(|body| SizedBody::new(body, observer)))
+                .map_err(|e| Box::new(e) as BoxError)
         })
     }
 }
@@ -800,6 +816,9 @@ where
             }
         }
         if let Some(ca) = &state.expired_ca {
+            // client-go's `client.Do` fails in the TLS handshake, after which the request
+            // size is observed as for any attempt.
+            observe_request_size(state, &verb, request_size(&req, watch));
             count(state, ERROR_CODE, &verb);
             return Err(RequestError {
                 text: format!("{op} \"{url}\": {}", ca.go_error()),
@@ -814,6 +833,7 @@ where
         }
         // Keep a copy for a retry when the body allows it.
         next = clone_request(&req);
+        let size = request_size(&req, watch);
         let fut = {
             let mut svc = inner.lock().await;
             std::future::poll_fn(|cx| svc.poll_ready(cx))
@@ -821,7 +841,9 @@ where
                 .map_err(|e| transport_error(op, url, e.into()))?;
             svc.call(req)
         };
-        let response = match fut.await.map_err(Into::<BoxError>::into) {
+        let sent = fut.await.map_err(Into::<BoxError>::into);
+        observe_request_size(state, &verb, size);
+        let response = match sent {
             Ok(r) => r,
             Err(e) => {
                 count(state, ERROR_CODE, &verb);
@@ -935,6 +957,103 @@ fn log_throttle_wait(waited: Duration, verb: &str, url: &str) {
     };
     if due {
         crate::v!(level, delay = ?waited, reason = REASON, verb, URL = url, "Waited before sending request");
+    }
+}
+
+/// The body length client-go would observe for this attempt in
+/// `rest_client_request_size_bytes` (`Request.request`: the request's `ContentLength`, 0 for a
+/// request without a body, nothing when the length is unknown); nothing for a watch, which
+/// `Request.Watch` sends without observing.
+fn request_size(req: &Request<kube::client::Body>, watch: bool) -> Option<u64> {
+    if watch {
+        return None;
+    }
+    http_body::Body::size_hint(req.body()).exact()
+}
+
+fn observe_request_size(state: &LayerState, verb: &str, size: Option<u64>) {
+    if let (Some(m), Some(size)) = (&state.metrics, size) {
+        m.request_size
+            .with_label_values(&[verb, state.host.as_str()])
+            .observe(size as f64);
+    }
+}
+
+/// A response body that counts its bytes as they are read and observes the total in
+/// `rest_client_response_size_bytes` once: at the end of the stream, or when it is dropped
+/// after some bytes (client-go observes the bytes read when reading failed part way) or with
+/// nothing left to read. Nothing is buffered: frames pass through as they come. Without
+/// an observer (a watch, or no metrics) it only passes frames through.
+#[derive(Debug)]
+pub struct SizedBody<B: http_body::Body> {
+    inner: B,
+    bytes: u64,
+    observer: Option<prometheus::Histogram>,
+}
+
+impl<B: http_body::Body> SizedBody<B> {
+    /// Wraps `inner`, observing its size into `observer` if given.
+    pub fn new(inner: B, observer: Option<prometheus::Histogram>) -> Self {
+        SizedBody {
+            inner,
+            bytes: 0,
+            observer,
+        }
+    }
+
+    /// Observes the bytes read so far, once.
+    fn finish(&mut self) {
+        if let Some(h) = self.observer.take() {
+            h.observe(self.bytes as f64);
+        }
+    }
+}
+
+impl<B: http_body::Body> Drop for SizedBody<B> {
+    fn drop(&mut self) {
+        // A body read part way, or one with nothing left to read (an empty body its reader
+        // never polled).
+        if self.bytes > 0 || self.inner.is_end_stream() {
+            self.finish();
+        }
+    }
+}
+
+impl<B> http_body::Body for SizedBody<B>
+where
+    B: http_body::Body + Unpin,
+{
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let len = bytes::Buf::remaining(data);
+                    this.bytes = this.bytes.saturating_add(len as u64);
+                }
+                if this.inner.is_end_stream() {
+                    this.finish();
+                }
+            }
+            Poll::Ready(None) => this.finish(),
+            Poll::Ready(Some(Err(_))) | Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

@@ -8,7 +8,8 @@
 
 use std::process::ExitCode;
 
-use hpa_config::{FlagError, Options};
+use hpa_build_info::BUILD_INFO;
+use hpa_config::{FlagError, Options, VersionFlag};
 use kube_hpa_controller::app::{self, Outcome};
 
 /// mimalloc rather than glibc's malloc: at 10,000 HPAs the process's resident memory is about
@@ -22,8 +23,17 @@ const MAX_RUNTIME_THREADS: usize = 4;
 fn main() -> ExitCode {
     let parsed = match Options::parse_args(std::env::args_os()) {
         Ok(p) => p,
-        Err(e @ (FlagError::Help(_) | FlagError::Version(_))) => {
-            print!("{e}");
+        Err(FlagError::Help(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        // component-base's `verflag.PrintAndExitIfRequested`: nothing is started.
+        Err(FlagError::Version(flag)) => {
+            if flag == VersionFlag::Raw {
+                print!("{}", BUILD_INFO.raw_text());
+            } else {
+                print!("{}", BUILD_INFO.version_text("kube-hpa-controller"));
+            }
             return ExitCode::SUCCESS;
         }
         Err(FlagError::Invalid(msg)) => {

@@ -283,3 +283,111 @@ async fn a_get_is_retried_after_a_connection_reset_and_a_write_is_not() {
         .expect_err("a PUT is not retried");
     assert_eq!(received.load(Ordering::SeqCst), 1, "{err}");
 }
+
+/// A loopback API for the size metrics: a GET of a fixed body, a POST answered with its
+/// own body, and a watch that sends one event and then stays open.
+async fn size_api() -> std::net::SocketAddr {
+    use axum::routing::{get, post};
+    const OBJECT: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"default"},"data":{"k":"v"}}"#;
+    async fn watch() -> axum::body::Body {
+        let event = format!("{{\"type\":\"ADDED\",\"object\":{OBJECT}}}\n");
+        let first = futures::stream::once(async move {
+            Ok::<_, std::convert::Infallible>(bytes::Bytes::from(event))
+        });
+        axum::body::Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()))
+    }
+    let app = axum::Router::new()
+        .route(
+            "/api/v1/namespaces/default/configmaps/x",
+            get(|| async { OBJECT }),
+        )
+        .route(
+            "/api/v1/namespaces/default/configmaps",
+            post(|body: bytes::Bytes| async move { body }).get(watch),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// `rest_client_request_size_bytes` observes each request's body length (0 for a GET) and
+/// `rest_client_response_size_bytes` the response body's length, as client-go's
+/// `Request.request`/`Request.Do` do; a watch is observed in neither and its stream is not
+/// held back (its first event arrives while the server keeps the stream open).
+#[tokio::test]
+async fn request_and_response_sizes_follow_client_go() {
+    use futures::StreamExt;
+    let addr = size_api().await;
+    let registry = Registry::new();
+    let metrics = RestClientMetrics::new(&registry).unwrap();
+    let client = client_from_config(
+        common::config_for(addr),
+        None,
+        Some(metrics.clone()),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let host = addr.to_string();
+    let size = |h: &prometheus::HistogramVec, verb: &str| {
+        let h = h.with_label_values(&[verb, &host]);
+        (h.get_sample_count(), h.get_sample_sum())
+    };
+
+    let text = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/default/configmaps/x")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(text.len() > 64, "{text}");
+    assert_eq!(size(&metrics.request_size, "GET"), (1, 0.0));
+    assert_eq!(size(&metrics.response_size, "GET"), (1, text.len() as f64));
+
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}"#.to_vec();
+    let echoed = client
+        .request_text(
+            http::Request::post("/api/v1/namespaces/default/configmaps")
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(echoed.as_bytes(), body.as_slice());
+    assert_eq!(size(&metrics.request_size, "POST"), (1, body.len() as f64));
+    assert_eq!(size(&metrics.response_size, "POST"), (1, body.len() as f64));
+
+    let events = client
+        .request_events::<ConfigMap>(
+            http::Request::get("/api/v1/namespaces/default/configmaps?watch=true")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut events = Box::pin(events);
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("the first event arrives while the stream stays open")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(first, kube::core::WatchEvent::Added(_)),
+        "{first:?}"
+    );
+    drop(events);
+    // The watch added no observation to the GET's.
+    assert_eq!(size(&metrics.request_size, "GET"), (1, 0.0));
+    assert_eq!(size(&metrics.response_size, "GET"), (1, text.len() as f64));
+    assert_eq!(
+        metrics
+            .requests
+            .with_label_values(&["200", "GET", &host])
+            .get(),
+        2,
+        "the watch is counted in rest_client_requests_total"
+    );
+}

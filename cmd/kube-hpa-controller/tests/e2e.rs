@@ -662,6 +662,126 @@ async fn behaves_as_the_api_servers_version() {
     }
 }
 
+/// The series whose name is exactly `name` (no suffix), with their labels and values.
+fn series(body: &str, name: &str) -> Vec<(Vec<(String, String)>, f64)> {
+    body.lines()
+        .filter(|l| l.strip_prefix(name).is_some_and(|r| r.starts_with('{')))
+        .map(|l| {
+            let value = l.rsplit(' ').next().unwrap().parse().unwrap();
+            (common::exposition_labels(l), value)
+        })
+        .collect()
+}
+
+/// What kube-controller-manager exports about itself: `kubernetes_build_info` with exactly
+/// the fields `--version=raw` of the same binary prints, `kubernetes_feature_enabled` for the
+/// gates at the version behaved as, and the REST client's request and response sizes once
+/// requests were made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_build_info_feature_gates_and_request_sizes() {
+    let dir = Scratch::new("build-info");
+    let fixture = Fixture::start(&dir).await;
+    let port = free_ports(1)[0];
+    let mut c = Controller::start_with(
+        "controller",
+        &fixture.kubeconfig,
+        port,
+        &dir,
+        &[
+            "--emulated-version=1.37",
+            "--feature-gates=HPAScaleToZero=false",
+        ],
+    );
+    eventually("the Deployment to be scaled to 4", WAIT, async || {
+        c.proc.assert_running();
+        (fixture.scale_replicas().await == 4).then_some(())
+    })
+    .await;
+    let body = c.metrics().await;
+
+    // kubernetes_build_info: one series of 1, its labels the fields of --version=raw.
+    assert!(
+        body.contains("# HELP kubernetes_build_info [BETA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.\n# TYPE kubernetes_build_info gauge\n"),
+        "{body}"
+    );
+    let build = series(&body, "kubernetes_build_info");
+    assert_eq!(build.len(), 1, "{body}");
+    let (labels, value) = &build[0];
+    assert_eq!(*value, 1.0);
+    let raw = Command::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
+        .arg("--version=raw")
+        .output()
+        .unwrap();
+    assert!(raw.status.success());
+    let fields = common::raw_fields(&String::from_utf8_lossy(&raw.stdout));
+    let field = |name: &str| fields.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let mut want: Vec<(String, String)> = [
+        ("build_date", "BuildDate"),
+        ("compiler", "Compiler"),
+        ("git_commit", "GitCommit"),
+        ("git_tree_state", "GitTreeState"),
+        ("git_version", "GitVersion"),
+        ("go_version", "GoVersion"),
+        ("major", "Major"),
+        ("minor", "Minor"),
+        ("platform", "Platform"),
+    ]
+    .into_iter()
+    .map(|(label, f)| (label.to_string(), field(f)))
+    .collect();
+    want.sort();
+    assert_eq!(labels, &want, "{body}");
+
+    // kubernetes_feature_enabled: every gate 1.37 has, with --feature-gates applied.
+    assert!(
+        body.contains("# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement of a k8s feature.\n# TYPE kubernetes_feature_enabled gauge\n"),
+        "{body}"
+    );
+    let gates: Vec<String> = body
+        .lines()
+        .filter(|l| l.starts_with("kubernetes_feature_enabled{"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            r#"kubernetes_feature_enabled{name="HPAConfigurableTolerance",stage=""} 1"#,
+            r#"kubernetes_feature_enabled{name="HPAGeneration",stage="BETA"} 1"#,
+            r#"kubernetes_feature_enabled{name="HPAScaleToZero",stage="BETA"} 0"#,
+            r#"kubernetes_feature_enabled{name="PodLevelResources",stage="BETA"} 1"#,
+            r#"kubernetes_feature_enabled{name="StaleControllerConsistencyHPA",stage="BETA"} 1"#,
+        ],
+        "{body}"
+    );
+
+    // Sizes: GETs (the scale, discovery, metrics) carry no body and answer with one; the
+    // scale PUT carries one.
+    let host = &fixture.host;
+    let sample_of = |name: &str, verb: &str| {
+        sample(&body, &format!(r#"{name}{{host="{host}",verb="{verb}"}}"#))
+            .unwrap_or_else(|| panic!("{name} {verb}:\n{body}"))
+    };
+    assert!(sample_of("rest_client_response_size_bytes_count", "GET") > 0.0);
+    assert!(sample_of("rest_client_response_size_bytes_sum", "GET") > 0.0);
+    assert!(sample_of("rest_client_request_size_bytes_count", "GET") > 0.0);
+    assert_eq!(sample_of("rest_client_request_size_bytes_sum", "GET"), 0.0);
+    assert!(sample_of("rest_client_request_size_bytes_sum", "PUT") > 0.0);
+    assert!(sample_of("rest_client_response_size_bytes_sum", "PUT") > 0.0);
+    for name in [
+        "rest_client_request_size_bytes",
+        "rest_client_response_size_bytes",
+    ] {
+        assert!(
+            body.contains(&format!(
+                r#"{name}_bucket{{host="{host}",verb="GET",le="16777216"}}"#
+            )),
+            "{name}:\n{body}"
+        );
+    }
+    c.proc.sigterm();
+    c.exit_within(RENEW_DEADLINE + Duration::from_secs(2)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_instance_stands_by_then_takes_over_after_sigterm() {
     let dir = Scratch::new("takeover");

@@ -3,6 +3,9 @@
 //! with a clear error.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
@@ -82,12 +85,95 @@ fn help_and_version_exit_0() {
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("--horizontal-pod-autoscaler-sync-period <duration>"));
     assert!(help.contains("[default: 5m0s]"));
-    let o = run(&["--version"]);
-    assert_eq!(o.status.code(), Some(0));
+}
+
+/// `git rev-parse HEAD` of this checkout, when it is one and the build was not given the
+/// commit by `KUBE_HPA_GIT_COMMIT`.
+fn checkout_commit() -> Option<String> {
+    if std::env::var_os("KUBE_HPA_GIT_COMMIT").is_some() {
+        return None;
+    }
+    let o = Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// `--version` prints the version and the commit, `--version=raw` every build field, as
+/// kube-controller-manager's `verflag` does; nothing starts (no kubeconfig is read), even
+/// next to an invalid flag value; `--version=false` runs.
+#[test]
+fn version_prints_the_build_and_exits_0() {
+    let o = run(&["--version", "--kubeconfig=/nonexistent/kubeconfig"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
     assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        format!("kube-hpa-controller {}\n", env!("CARGO_PKG_VERSION"))
+        lines[0],
+        format!("kube-hpa-controller v{}", env!("CARGO_PKG_VERSION"))
     );
+    let (commit, state) = lines[1]
+        .strip_prefix("git commit: ")
+        .and_then(|l| l.strip_suffix(')'))
+        .and_then(|l| l.split_once(" ("))
+        .unwrap_or_else(|| panic!("{text}"));
+    if let Some(head) = checkout_commit() {
+        assert_eq!(commit, head);
+        assert!(["clean", "dirty"].contains(&state), "{text}");
+    }
+
+    let o = run(&[
+        "--concurrent-horizontal-pod-autoscaler-syncs=0",
+        "--version=raw",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let raw = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(raw.lines().count(), 1, "{raw}");
+    let fields = common::raw_fields(&raw);
+    let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Major",
+            "Minor",
+            "GitVersion",
+            "GitCommit",
+            "GitTreeState",
+            "BuildDate",
+            "GoVersion",
+            "Compiler",
+            "Platform"
+        ]
+    );
+    let field = |n: &str| fields.iter().find(|(k, _)| k == n).unwrap().1.as_str();
+    assert_eq!(
+        field("GitVersion"),
+        format!("v{}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(field("Major"), env!("CARGO_PKG_VERSION_MAJOR"));
+    assert_eq!(field("Minor"), env!("CARGO_PKG_VERSION_MINOR"));
+    assert_eq!(field("GitCommit"), commit);
+    assert_eq!(field("GitTreeState"), state);
+    assert_eq!(field("Compiler"), "rustc");
+    assert!(field("GoVersion").starts_with("rustc 1."), "{raw}");
+    assert_eq!(
+        field("Platform"),
+        format!(
+            "{}/{}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+                .replace("x86_64", "amd64")
+                .replace("aarch64", "arm64")
+        )
+    );
+
+    // --version=false runs: here it stops at the kubeconfig.
+    let o = run(&["--version=false", "--kubeconfig=/nonexistent/kubeconfig"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
 #[test]

@@ -46,6 +46,20 @@ pub enum Stage {
     Ga,
 }
 
+impl Stage {
+    /// component-base's `prerelease` value: `ALPHA`, `BETA`, the empty string for GA and
+    /// `PRE-ALPHA` (the `stage` label of `kubernetes_feature_enabled`, the word in
+    /// `--feature-gates`' help).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::PreAlpha => "PRE-ALPHA",
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+            Stage::Ga => "",
+        }
+    }
+}
+
 /// A gate's spec at one version (component-base `FeatureSpec`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureSpec {
@@ -223,6 +237,19 @@ impl FeatureGates {
         self.version
     }
 
+    /// Every known gate that exists at [`FeatureGates::version`] with its stage there and
+    /// whether it is on, in [`Feature::ALL`]'s order: what component-base's `AddMetrics`
+    /// records (`GetAll` leaves out the gates that are pre-alpha at the emulated version).
+    pub fn states(&self) -> Vec<(Feature, Stage, bool)> {
+        Feature::ALL
+            .into_iter()
+            .filter_map(|f| {
+                let stage = f.spec(self.version).stage;
+                (stage != Stage::PreAlpha).then(|| (f, stage, self.enabled(f)))
+            })
+            .collect()
+    }
+
     /// These settings at `version`, checked as component-base's `SetEmulationVersion` and
     /// `Set` check them: a locked gate set to the other value and a gate that does not exist
     /// yet are refused (the first such, in gate order); setting a GA gate is allowed with
@@ -274,8 +301,7 @@ impl FeatureGates {
         for f in Feature::ALL {
             let spec = f.spec(KubeVersion::NEWEST);
             let stage = match spec.stage {
-                Stage::Alpha => "ALPHA",
-                Stage::Beta => "BETA",
+                Stage::Alpha | Stage::Beta => spec.stage.as_str(),
                 Stage::Ga | Stage::PreAlpha => continue,
             };
             out.push_str(&format!(
@@ -354,6 +380,38 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "cannot set feature gate HPAGeneration to true, feature is PreAlpha at emulated version 1.35"
+        );
+    }
+
+    #[test]
+    fn states_leave_out_gates_not_born_yet() {
+        let names = |g: &FeatureGates| {
+            g.states()
+                .into_iter()
+                .map(|(f, stage, on)| format!("{f} {:?} {on}", stage.as_str()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&FeatureGates::default()),
+            [
+                r#"HPAConfigurableTolerance "BETA" true"#,
+                r#"HPAScaleToZero "ALPHA" false"#,
+                r#"PodLevelResources "BETA" true"#,
+            ]
+        );
+        let (g, _) = FeatureGates::parse("HPAScaleToZero=false")
+            .unwrap()
+            .at_version(KubeVersion::V1_37)
+            .unwrap();
+        assert_eq!(
+            names(&g),
+            [
+                r#"HPAConfigurableTolerance "" true"#,
+                r#"HPAGeneration "BETA" true"#,
+                r#"HPAScaleToZero "BETA" false"#,
+                r#"PodLevelResources "BETA" true"#,
+                r#"StaleControllerConsistencyHPA "BETA" true"#,
+            ]
         );
     }
 

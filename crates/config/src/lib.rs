@@ -20,5 +20,5 @@ mod version;
 
 pub use feature_gates::{Feature, FeatureGates};
 pub use hpa::HpaControllerConfiguration;
-pub use options::{FlagError, Options, Parsed};
+pub use options::{FlagError, Options, Parsed, VersionFlag};
 pub use version::KubeVersion;

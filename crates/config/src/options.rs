@@ -73,6 +73,59 @@ fn feature_gate_value(s: &str) -> Result<FeatureGates, FeatureGateError> {
     FeatureGates::parse(s)
 }
 
+/// What `--version` asks for (component-base `verflag`): nothing, the version, or every
+/// build field (`--version=raw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionFlag {
+    /// `--version=false`, or no flag: run.
+    #[default]
+    False,
+    /// `--version` or `--version=true`: print the version and quit.
+    True,
+    /// `--version=raw`: print every build field and quit.
+    Raw,
+}
+
+impl VersionFlag {
+    /// Parses a value as `verflag`'s `versionValue.Set`: `raw`, or a Go bool. `vX.Y.Z`,
+    /// which sets the version kube-controller-manager reports, is refused: this binary reports
+    /// the version it was built as.
+    pub fn parse(s: &str) -> Result<VersionFlag, String> {
+        if s == "raw" {
+            return Ok(VersionFlag::Raw);
+        }
+        if s.starts_with('v') {
+            return Err(
+                "setting the reported version (--version=vX.Y.Z) is not supported; --version and --version=raw print the version this binary was built as".to_string(),
+            );
+        }
+        match parse_bool(s) {
+            Ok(true) => Ok(VersionFlag::True),
+            Ok(false) => Ok(VersionFlag::False),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for VersionFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            VersionFlag::False => "false",
+            VersionFlag::True => "true",
+            VersionFlag::Raw => "raw",
+        })
+    }
+}
+
+/// `Global flags`: `--version` (component-base `verflag`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global flags")]
+pub struct GlobalFlags {
+    /// --version, --version=raw prints version information and quits
+    #[arg(verbatim_doc_comment, long = "version", value_name = "version", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", action = ArgAction::Set, value_parser = VersionFlag::parse)]
+    pub version: VersionFlag,
+}
+
 /// `Horizontalpodautoscaling controller flags`.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Horizontalpodautoscaling controller flags")]
@@ -317,7 +370,6 @@ pub struct ShadowFlags {
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "kube-hpa-controller",
-    version,
     about = "The Kubernetes horizontal pod autoscaler controller, run on its own instead of inside kube-controller-manager.",
     long_about = "The Kubernetes horizontal pod autoscaler controller, run on its own instead of inside kube-controller-manager \
 (start kube-controller-manager with --controllers=*,-horizontalpodautoscaling). It takes kube-controller-manager's flags \
@@ -351,6 +403,9 @@ pub struct Options {
     /// Shadow mode.
     #[command(flatten)]
     pub shadow: ShadowFlags,
+    /// `--version`.
+    #[command(flatten)]
+    pub global: GlobalFlags,
 }
 
 /// Why parsing stopped: a request for help or the version (exit 0), or bad flags (exit 2).
@@ -359,9 +414,10 @@ pub enum FlagError {
     /// `--help`: print the text to stdout, exit 0.
     #[error("{0}")]
     Help(String),
-    /// `--version`: print the text to stdout, exit 0.
-    #[error("{0}")]
-    Version(String),
+    /// `--version` or `--version=raw`: print the build's version (the binary knows it, this
+    /// crate does not) to stdout, exit 0.
+    #[error("--version={0}")]
+    Version(VersionFlag),
     /// A flag or value that cannot be used; one line naming the flag and the problem.
     #[error("{0}")]
     Invalid(String),
@@ -405,6 +461,10 @@ impl Options {
             .try_get_matches_from(args)
             .map_err(|e| clap_error_line(&e))?;
         let mut options = Options::from_arg_matches(&matches).map_err(|e| clap_error_line(&e))?;
+        // component-base's `PrintAndExitIfRequested` runs before any validation.
+        if options.global.version != VersionFlag::False {
+            return Err(FlagError::Version(options.global.version));
+        }
         if options.shadow.shadow
             && matches.value_source("resource_name") != Some(ValueSource::CommandLine)
         {
@@ -616,7 +676,7 @@ fn clap_error_line(err: &clap::Error) -> FlagError {
         ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             FlagError::Help(err.render().to_string())
         }
-        ErrorKind::DisplayVersion => FlagError::Version(err.render().to_string()),
+        ErrorKind::DisplayVersion => FlagError::Version(VersionFlag::True),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
             let flag = flag_of(err);
             let value = value_of(err);

@@ -263,3 +263,59 @@ impl Capture {
         self.text().lines().map(str::to_owned).collect()
     }
 }
+
+/// The fields of `--version=raw`'s `version.Info{Name:"value", ...}` line.
+pub fn raw_fields(line: &str) -> Vec<(String, String)> {
+    let body = line
+        .trim()
+        .strip_prefix("version.Info{")
+        .and_then(|b| b.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("not a version.Info line: {line}"));
+    body.split(", ")
+        .map(|field| {
+            let (name, value) = field.split_once(':').unwrap();
+            let value = value.strip_prefix('"').unwrap().strip_suffix('"').unwrap();
+            (name.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+/// The labels of one exposition line (`name{a="x",b="y"} 1`), unescaped.
+pub fn exposition_labels(line: &str) -> Vec<(String, String)> {
+    let Some(open) = line.find('{') else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut chars = line[open + 1..].chars();
+    loop {
+        let name: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if name.is_empty() || name.starts_with('}') {
+            return out;
+        }
+        assert_eq!(chars.next(), Some('"'), "{line}");
+        let mut value = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(other) => value.push(other),
+                    None => break,
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        out.push((name.trim_start_matches(',').to_string(), value));
+        match chars.next() {
+            Some(',') => {
+                // A trailing comma before the closing brace is allowed.
+                let rest = chars.as_str();
+                if rest.starts_with('}') {
+                    return out;
+                }
+                chars = rest.chars();
+            }
+            _ => return out,
+        }
+    }
+}

@@ -447,3 +447,40 @@ fn flag_map_as_in_scenarios() {
         Err(FlagError::Invalid(_))
     ));
 }
+
+/// `--version` as component-base's `verflag`: bare or a Go true prints the version, `raw`
+/// every field, a Go false runs; it is answered before validation; `vX.Y.Z` is refused.
+#[test]
+fn version_flag_follows_verflag() {
+    for (args, want) in [
+        (&["--version"][..], VersionFlag::True),
+        (&["--version=true"], VersionFlag::True),
+        (&["--version=1"], VersionFlag::True),
+        (&["--version=raw"], VersionFlag::Raw),
+        // Before validation: an invalid value of another flag does not matter.
+        (
+            &[
+                "--concurrent-horizontal-pod-autoscaler-syncs=0",
+                "--version=raw",
+            ],
+            VersionFlag::Raw,
+        ),
+    ] {
+        assert_eq!(
+            parse(args).unwrap_err(),
+            FlagError::Version(want),
+            "{args:?}"
+        );
+    }
+    let o = parse(&["--version=false"]).unwrap().options;
+    assert_eq!(o.global.version, VersionFlag::False);
+    assert_eq!(
+        parse(&[]).unwrap().options.global.version,
+        VersionFlag::False
+    );
+    assert_eq!(
+        invalid(&["--version=yes"]),
+        r#"invalid argument "yes" for "--version" flag: strconv.ParseBool: parsing "yes": invalid syntax"#
+    );
+    assert!(invalid(&["--version=v1.37.0"]).contains("is not supported"));
+}
