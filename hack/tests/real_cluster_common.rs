@@ -1,6 +1,6 @@
 //! Helpers of the real-cluster tests of `cmd/hpactl` (included with `#[path]`, as
 //! `sibling_binary.rs` is): the releases under test, a cluster per test taken down when
-//! dropped, kubectl and helm runs, polling. Used by `cmd/hpactl/tests/real_cluster_chart.rs`.
+//! dropped, kubectl and helm runs, polling. Used by `cmd/hpactl/tests/real_cluster_chart.rs` and `real_cluster_migration.rs`.
 
 #![allow(dead_code)]
 
@@ -61,6 +61,12 @@ impl Drop for TestCluster {
 /// Brings up upstream's etcd and kube-apiserver of `release` (with `config/rbac.yaml` and
 /// `config/flowschema.yaml` applied) and the fixture server as the metrics APIs.
 pub async fn cluster_up(release: KubeRelease, name: &str) -> TestCluster {
+    cluster_up_with(release, name, false).await
+}
+
+/// [`cluster_up`], with the API server's audit log of every write when `audit`
+/// (`Cluster::audit_log`).
+pub async fn cluster_up_with(release: KubeRelease, name: &str, audit: bool) -> TestCluster {
     let path = std::env::temp_dir().join(format!(
         "hpa-real-{name}-{release}-{}-{}",
         std::process::id(),
@@ -80,7 +86,7 @@ pub async fn cluster_up(release: KubeRelease, name: &str) -> TestCluster {
         ],
         apiserver_flags: Vec::new(),
         etcd_unsafe_no_fsync: true,
-        audit: false,
+        audit,
     };
     let started = Instant::now();
     let cluster = hpa_cluster::up(&options)

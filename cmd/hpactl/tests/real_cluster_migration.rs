@@ -24,17 +24,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../../hack/tests/real_cluster_common.rs"]
+mod common;
 #[path = "../../../hack/tests/sibling_binary.rs"]
 mod sibling_binary;
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
+use common::{cluster_up_with, eventually, helm_binary, kubectl, releases, repo, run_ok, runtime};
 use hpa_cluster::process::{self, ProcessRecord};
-use hpa_cluster::{Cluster, KubeRelease, UpOptions};
+use hpa_cluster::{Cluster, KubeRelease};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -47,142 +48,28 @@ use serde_json::{Value, json};
 const SYNC_SECONDS: i64 = 5;
 const NAMESPACE: &str = "kube-system";
 const RELEASE: &str = "kube-hpa-controller";
-const CHART: &str = "charts/kube-hpa-controller";
 const KCM_USER: &str = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
 const OUR_USER: &str = "system:serviceaccount:kube-system:kube-hpa-controller";
 const SHADOW_USER: &str = "system:serviceaccount:kube-system:kube-hpa-controller-shadow";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn releases() -> Vec<KubeRelease> {
-    std::env::var("KUBE_VERSIONS")
-        .unwrap_or_else(|_| "1.37.2".into())
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.parse().unwrap())
-        .collect()
-}
 
 fn controller_binary() -> PathBuf {
     sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_hpactl"), "kube-hpa-controller")
 }
 
-/// helm: `HELM` if set, else the one `hack/helm.sh build` made.
-fn helm_binary() -> PathBuf {
-    if let Some(h) = std::env::var_os("HELM") {
-        return PathBuf::from(h);
-    }
-    let out = Command::new(repo().join("hack/helm.sh"))
-        .arg("path")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "helm is not built (run hack/helm.sh build): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()).join("helm")
-}
-
-fn kubeconfig_flag(cluster: &Cluster) -> String {
-    format!("--kubeconfig={}", cluster.admin_kubeconfig().display())
-}
-
-/// Runs `program args` from the repository root; panics with its output if it fails.
-fn run(program: &Path, args: &[String]) -> String {
-    let out = Command::new(program)
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// `helm ARGS --kubeconfig admin.kubeconfig`, as the guide writes it.
+/// `helm ARGS --kubeconfig admin.kubeconfig` on the repository's chart, as the guide
+/// writes it (`CHART` stands for the chart's path).
 fn helm(cluster: &Cluster, args: &str) -> String {
-    let mut a: Vec<String> = args.split_whitespace().map(str::to_string).collect();
-    a.push(kubeconfig_flag(cluster));
-    run(&helm_binary(), &a)
-}
-
-fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
-    let mut a = vec![kubeconfig_flag(cluster)];
-    a.extend(args.iter().map(|s| s.to_string()));
-    run(&cluster.binaries().path("kubectl"), &a)
-}
-
-struct TestCluster {
-    cluster: Cluster,
-    dir: PathBuf,
-}
-
-impl std::ops::Deref for TestCluster {
-    type Target = Cluster;
-    fn deref(&self) -> &Cluster {
-        &self.cluster
-    }
-}
-
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        let _ = hpa_cluster::down(&self.dir);
-        if std::thread::panicking() || std::env::var_os("HPA_KEEP_CLUSTER").is_some() {
-            eprintln!("cluster logs kept in {}", self.dir.join("logs").display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-async fn cluster_up(release: KubeRelease) -> TestCluster {
-    let dir = std::env::temp_dir().join(format!(
-        "hpa-real-migration-{release}-{}-{}",
-        std::process::id(),
-        Timestamp::now().as_nanosecond() % 1_000_000_007
-    ));
-    let options = UpOptions {
-        dir: dir.clone(),
-        release,
-        metrics_server: vec![
-            env!("CARGO_BIN_EXE_hpactl").to_string(),
-            "cluster".into(),
-            "serve-metrics".into(),
-        ],
-        apiserver_flags: Vec::new(),
-        etcd_unsafe_no_fsync: true,
-        audit: true,
-    };
-    let cluster = hpa_cluster::up(&options)
-        .await
-        .unwrap_or_else(|e| panic!("hpactl cluster up {release}: {e}"));
-    TestCluster { cluster, dir }
-}
-
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let start = Instant::now();
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(last) if start.elapsed() > timeout => {
-                panic!("{what}: not within {timeout:?}; last: {last}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
+    let chart = repo()
+        .join("charts/kube-hpa-controller")
+        .display()
+        .to_string();
+    let kubeconfig = format!("--kubeconfig={}", cluster.admin_kubeconfig().display());
+    let mut a: Vec<&str> = args
+        .split_whitespace()
+        .map(|w| if w == "CHART" { chart.as_str() } else { w })
+        .collect();
+    a.push(&kubeconfig);
+    run_ok(&helm_binary(), &a, None)
 }
 
 fn free_port() -> u16 {
@@ -449,36 +336,24 @@ fn short(user: &str) -> &str {
 #[test]
 #[ignore = "real cluster: run by hack/test.sh after hack/kube.sh build"]
 fn migration_guide_shadow_switch_and_roll_back() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     for release in releases() {
         rt.block_on(migrate(release));
     }
 }
 
 async fn migrate(release: KubeRelease) {
-    let c = cluster_up(release).await;
+    let c = cluster_up_with(release, "migration", true).await;
     let sync = format!("--horizontal-pod-autoscaler-sync-period={SYNC_SECONDS}s");
     // `hpactl cluster up` applied config/'s RBAC and FlowSchema for its own use; a cluster
     // where the chart is installed has none of them (helm refuses to adopt objects it did not
     // create; docs/migration.md says how to hand raw-manifest objects over to helm).
-    kubectl(
-        &c,
-        &[
-            "delete",
-            "-f",
-            "config/rbac.yaml",
-            "-f",
-            "config/flowschema.yaml",
-            "--ignore-not-found",
-        ],
-    );
+    let config = repo().join("config").display().to_string();
+    kubectl(&c, &["delete", "-k", &config, "--ignore-not-found"], None);
 
     let dir = c.dir().display().to_string();
-    run(
-        Path::new(env!("CARGO_BIN_EXE_hpactl")),
+    run_ok(
+        std::path::Path::new(env!("CARGO_BIN_EXE_hpactl")),
         &[
             "cluster",
             "populate",
@@ -490,8 +365,8 @@ async fn migrate(release: KubeRelease) {
             "2",
             "--namespaces",
             "2",
-        ]
-        .map(String::from),
+        ],
+        None,
     );
     let admin = c.admin_client().await.unwrap();
     let hpas = Api::<HorizontalPodAutoscaler>::all(admin.clone())
@@ -524,7 +399,7 @@ async fn migrate(release: KubeRelease) {
     helm(
         &c,
         &format!(
-            "install {RELEASE} {CHART} --namespace {NAMESPACE} \
+            "install {RELEASE} CHART --namespace {NAMESPACE} \
              --set controller.enabled=false --set shadow.enabled=true \
              --set flags.horizontal-pod-autoscaler-sync-period={SYNC_SECONDS}s"
         ),
@@ -542,6 +417,7 @@ async fn migrate(release: KubeRelease) {
             "serviceaccount",
             "migration-check",
         ],
+        None,
     );
     kubectl(
         &c,
@@ -552,8 +428,13 @@ async fn migrate(release: KubeRelease) {
             "--clusterrole=kube-hpa-controller-metrics-reader",
             "--serviceaccount=kube-system:migration-check",
         ],
+        None,
     );
-    let token = kubectl(&c, &["-n", NAMESPACE, "create", "token", "migration-check"]);
+    let token = kubectl(
+        &c,
+        &["-n", NAMESPACE, "create", "token", "migration-check"],
+        None,
+    );
     let token = token.trim().to_string();
     let shadow_port = kubelet.port_of("kube-hpa-controller-shadow-0");
     let compared = eventually(
@@ -585,7 +466,7 @@ async fn migrate(release: KubeRelease) {
     helm(
         &c,
         &format!(
-            "upgrade {RELEASE} {CHART} --namespace {NAMESPACE} --reuse-values \
+            "upgrade {RELEASE} CHART --namespace {NAMESPACE} --reuse-values \
              --set controller.enabled=true --set shadow.enabled=false"
         ),
     );
@@ -597,7 +478,7 @@ async fn migrate(release: KubeRelease) {
     helm(
         &c,
         &format!(
-            "upgrade {RELEASE} {CHART} --namespace {NAMESPACE} --reuse-values \
+            "upgrade {RELEASE} CHART --namespace {NAMESPACE} --reuse-values \
              --set controller.enabled=false --set shadow.enabled=true"
         ),
     );

@@ -278,6 +278,23 @@ pub async fn run(
     crate::metrics::register_build_info(&registry, &BUILD_INFO, stability)?;
     crate::metrics::register_feature_gates(&registry, &config.gates)?;
     let controller = build_controller(config, &clients, &registry, stability)?;
+    if options.history.persist_hpa_history && !options.shadow.shadow {
+        // The history ConfigMaps sit beside the Lease (LEASE-history-N), written through the
+        // HPA client: its writes pass the fence as the status writes do.
+        let lease_name = if le.resource_name.is_empty() {
+            DEFAULT_LEASE_NAME
+        } else {
+            le.resource_name.as_str()
+        };
+        let store = hpa_history::ConfigMapStore::new(
+            clients.hpa.clone(),
+            &le.resource_namespace,
+            lease_name,
+        );
+        let history = hpa_history::History::new(store, &registry)?
+            .with_fenced_check(hpa_horizontal::refused_by_fence);
+        controller.set_history(Arc::new(history));
+    }
     debug.set(&controller);
     let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
 

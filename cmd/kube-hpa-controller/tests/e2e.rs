@@ -1161,3 +1161,175 @@ async fn an_unreachable_api_server_ends_the_process_with_the_cause() {
     );
     assert!(log.contains(&expected), "{log}");
 }
+
+/// The failover scenario of the persisted history.
+const HISTORY_SCENARIO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../test-fixtures/real-cluster/history-failover.yaml"
+);
+
+async fn replicas_of(fixture: &Fixture, name: &str) -> i32 {
+    Api::<Deployment>::namespaced(fixture.client.clone(), "default")
+        .get_scale(name)
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.replicas)
+        .unwrap_or_default()
+}
+
+/// A leader (`a`) killed with SIGKILL once it scaled `up` from 2 to 6, and the standby (`b`)
+/// that takes over, started with `extra` flags each; returns when `b` leads, with the time
+/// `up` reached 6.
+async fn kill_the_leader_after_a_scale_up(
+    fixture: &Fixture,
+    dir: &Scratch,
+    extra: &[&str],
+    after: Duration,
+) -> (Controller, Controller, Instant) {
+    let ports = free_ports(2);
+    let mut a = Controller::start_with("a", &fixture.kubeconfig, ports[0], dir, extra);
+    let a_id = eventually("A to take the lease", WAIT, async || {
+        a.proc.assert_running();
+        fixture.lease_holder().await.filter(|h| !h.is_empty())
+    })
+    .await;
+    let scaled = eventually("A to scale up from 2 to 6", WAIT, async || {
+        a.proc.assert_running();
+        (replicas_of(fixture, "up").await == 6).then(Instant::now)
+    })
+    .await;
+    let mut b = Controller::start_with("b", &fixture.kubeconfig, ports[1], dir, extra);
+    eventually("B to report itself a backup", WAIT, async || {
+        b.proc.assert_running();
+        (sample(&b.metrics().await, MASTER_STATUS) == Some(0.0)).then_some(())
+    })
+    .await;
+    tokio::time::sleep(after.saturating_sub(scaled.elapsed())).await;
+    signal(&a.proc, "-KILL");
+    eventually("B to take the lease", WAIT, async || {
+        b.proc.assert_running();
+        fixture
+            .lease_holder()
+            .await
+            .filter(|h| !h.is_empty() && *h != a_id)
+    })
+    .await;
+    (a, b, scaled)
+}
+
+/// Issue 26, item 1, on the fixture server: the leader scales `up` by 4 under a policy of 4
+/// pods per 60 s and is killed 10 s later. The new leader, reading the history the old one
+/// wrote to its ConfigMaps, adds no pod before those 60 s are over (then it adds 4 more),
+/// and scales `down` when the old leader's 30 s downscale window ends, not 30 s after it took
+/// over. With `--persist-hpa-history=false` (upstream's memory-only history), the new leader
+/// adds 4 pods at once: what the test would see without the persisted history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_keeps_the_policy_period_and_the_window_of_the_old_one() {
+    // Upstream's behaviour first: the control.
+    {
+        let dir = Scratch::new("history-off");
+        let fixture = Fixture::start_scenario(&dir, Path::new(HISTORY_SCENARIO)).await;
+        let off = ["--persist-hpa-history=false"];
+        let (_a, mut b, scaled) =
+            kill_the_leader_after_a_scale_up(&fixture, &dir, &off, Duration::from_secs(3)).await;
+        eventually(
+            "B, with no history, to add 4 pods at once",
+            WAIT,
+            async || {
+                b.proc.assert_running();
+                (replicas_of(&fixture, "up").await == 10).then_some(())
+            },
+        )
+        .await;
+        assert!(
+            scaled.elapsed() < Duration::from_secs(50),
+            "without the history, B scaled within the old leader's period ({:?} after)",
+            scaled.elapsed()
+        );
+    }
+
+    let dir = Scratch::new("history");
+    let fixture = Fixture::start_scenario(&dir, Path::new(HISTORY_SCENARIO)).await;
+    let down = || async {
+        Api::<HorizontalPodAutoscaler>::namespaced(fixture.client.clone(), "default")
+            .get("down")
+            .await
+            .unwrap()
+    };
+    let (_a, mut b, scaled) =
+        kill_the_leader_after_a_scale_up(&fixture, &dir, &[], Duration::from_secs(10)).await;
+    let took_over = Instant::now();
+    // The old leader saw `down`'s metric drop (at 5 s) before it was killed: its last
+    // recommendation of 6 came before that status.
+    let seen_drop = down()
+        .await
+        .status
+        .and_then(|s| s.current_metrics)
+        .and_then(|m| m.into_iter().next())
+        .and_then(|m| m.external)
+        .map(|e| e.current);
+    // 600 over 6 replicas is an average of 100; after the drop, 100 over 6.
+    let average = seen_drop.and_then(|c| c.average_value).map(|q| q.0);
+    assert!(
+        average.as_ref().is_some_and(|a| a != "100"),
+        "the old leader saw the drop before it was killed: {average:?}"
+    );
+    let stored: Vec<String> =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(fixture.client.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|cm| cm.data.and_then(|d| d.get("history").cloned()))
+            .collect();
+    assert!(
+        stored
+            .iter()
+            .any(|h| h.contains("default/up") && h.contains("\"up\"")),
+        "the old leader's scale-up event is stored: {stored:?}"
+    );
+
+    // Until the policy's period ends, B adds nothing; meanwhile `down` follows the old
+    // leader's window.
+    let mut down_at = None;
+    while scaled.elapsed() < Duration::from_secs(57) {
+        b.proc.assert_running();
+        assert_eq!(
+            replicas_of(&fixture, "up").await,
+            6,
+            "B added pods {:?} after the old leader's scale-up, within its 60 s period",
+            scaled.elapsed()
+        );
+        if down_at.is_none() && replicas_of(&fixture, "down").await < 6 {
+            down_at = Some(took_over.elapsed());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    eventually(
+        "B to add 4 pods once the period is over",
+        WAIT,
+        async || {
+            b.proc.assert_running();
+            (replicas_of(&fixture, "up").await == 10).then_some(())
+        },
+    )
+    .await;
+    // The old leader's last recommendation of 6 came just before the drop (5 s after the
+    // server started, a few seconds before `up` was scaled), so its 30 s window ends about
+    // 20 s after B took over (it was killed 10 s after `up` was scaled, and B waited for the
+    // Lease to expire). B's own window would end 30 s after it took over.
+    let down_at = down_at.expect("B scaled `down` within the 57 s");
+    let since_scaled = took_over.duration_since(scaled) + down_at;
+    assert!(
+        down_at < Duration::from_secs(27),
+        "B scaled `down` {down_at:?} after it took over: it restarted the window instead of \
+         continuing the old leader's"
+    );
+    assert!(
+        since_scaled > Duration::from_secs(28),
+        "B scaled `down` {since_scaled:?} after `up` was scaled: before the old leader's \
+         window ended"
+    );
+}

@@ -18,6 +18,7 @@ const ROOTS: &[&str] = &[
     "crates/config/src",
     "crates/decision/src",
     "crates/quantity/src",
+    "crates/history/src",
     "cmd/kube-hpa-controller/src",
 ];
 

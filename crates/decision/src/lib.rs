@@ -34,7 +34,7 @@ mod normalize;
 pub mod pause;
 pub mod pod_selection;
 pub mod recommendations;
-mod scale_events;
+pub mod scale_events;
 pub mod state;
 pub mod status;
 pub mod sync_period;

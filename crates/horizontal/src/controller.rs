@@ -484,6 +484,7 @@ impl HorizontalController {
             shadow: Arc::new(ShadowStore::new()),
             explain_metrics,
             scale_reads,
+            history: std::sync::OnceLock::new(),
         };
         let inner = ControllerState {
             reconciler,
@@ -601,6 +602,15 @@ impl HorizontalController {
         self.inner.reconciler.shadow.clone()
     }
 
+    /// Persists every HPA's recommendations and scale events in `history` for the next
+    /// leader, and restores what it holds when [`HorizontalController::run`] starts (before
+    /// the first reconcile). Ignored in shadow mode and once set.
+    pub fn set_history(&self, history: Arc<hpa_history::History>) {
+        if !self.inner.reconciler.config.shadow {
+            let _ = self.inner.reconciler.history.set(history);
+        }
+    }
+
     /// Whether this controller runs in shadow mode.
     pub fn is_shadow(&self) -> bool {
         self.inner.reconciler.config.shadow
@@ -637,6 +647,30 @@ impl HorizontalController {
                 return Ok(());
             }
         }
+        // The previous leader's history, before the first decision.
+        let history_task = match self.inner.reconciler.history.get() {
+            Some(history) => {
+                let state = &self.inner.reconciler.state;
+                tokio::select! {
+                    restored = history.restore(self.inner.reconciler.clock.now()) => {
+                        for (key, h) in restored {
+                            state.set_recommendations(&key, h.recommendations);
+                            state.set_scale_events(&key, h.scale_up_events, h.scale_down_events);
+                        }
+                    }
+                    () = &mut shutdown => {
+                        self.inner.queue.shut_down();
+                        tracing::info!("Shutting down HPA controller");
+                        return Ok(());
+                    }
+                }
+                let period = self.inner.reconciler.config.sync_period();
+                Some(tokio::spawn(
+                    history.clone().run(period, std::future::pending::<()>()),
+                ))
+            }
+            None => None,
+        };
         let invalidation = self.inner.available_apis.clone().map(|apis| {
             let period = self.inner.reconciler.config.sync_period();
             tokio::spawn(async move {
@@ -667,6 +701,9 @@ impl HorizontalController {
         pool.abort();
         let _ = pool.await;
         if let Some(task) = invalidation {
+            task.abort();
+        }
+        if let Some(task) = history_task {
             task.abort();
         }
         // `defer a.eventBroadcaster.Shutdown()`: events still queued are tried once more,

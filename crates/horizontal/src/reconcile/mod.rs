@@ -93,6 +93,9 @@ pub(crate) struct Reconciler {
     pub(crate) explain_metrics: ExplainMetrics,
     /// Scale reads by source (and the scale target cache's states).
     pub(crate) scale_reads: ScaleCacheMetrics,
+    /// Where the recommendations and scale events are persisted for the next leader
+    /// (`--persist-hpa-history`), once set.
+    pub(crate) history: std::sync::OnceLock<Arc<hpa_history::History>>,
 }
 
 impl Reconciler {
@@ -112,12 +115,48 @@ impl Reconciler {
             self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
             self.status_writer.forget(key);
+            if let Some(history) = self.history.get() {
+                history.forget(key);
+            }
             return (true, Ok(()));
         };
         if let Err(e) = self.status_writer.ensure_observed_own_write(key, &hpa) {
             return (false, Err(e));
         }
-        (false, self.reconcile_autoscaler(&hpa, key).await)
+        let result = self.reconcile_autoscaler(&hpa, key).await;
+        self.note_history(key, &hpa);
+        (false, result)
+    }
+
+    /// Hands what later decisions can still read of `key`'s history to the persister
+    /// (nothing in shadow mode, which writes nothing).
+    fn note_history(&self, key: &str, hpa: &HorizontalPodAutoscaler) {
+        let Some(history) = self.history.get() else {
+            return;
+        };
+        if self.config.shadow {
+            return;
+        }
+        let behavior = hpa.spec.behavior.as_ref().map(|b| {
+            hpa_decision::behavior::EffectiveBehavior::new(
+                b,
+                self.decision_config.downscale_stabilization_window,
+            )
+        });
+        let keep_for = hpa_history::horizon(
+            behavior.as_ref(),
+            self.decision_config.downscale_stabilization_window,
+        );
+        history.note(
+            key,
+            hpa_history::HpaHistory::capture(
+                &self.state.recommendations(key),
+                &self.state.scale_up_events(key),
+                &self.state.scale_down_events(key),
+                keep_for,
+                self.clock.now(),
+            ),
+        );
     }
 
     /// `reconcileAutoscaler` with its monitor wrapper.
