@@ -371,7 +371,7 @@ pub struct ShadowFlags {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "History flags (not in kube-controller-manager)")]
 pub struct HistoryFlags {
-    /// Keep every HPA's recommendations (read by the stabilization windows) and scale events (read by the behavior policies' periods) in the ConfigMaps <lease name>-history-0 to -15 in the leader-election namespace: the leader writes what changed in batches, and the next leader reads them before its first decision, so that a failover or restart neither restarts the windows nor lets the policies' periods start over. false keeps them in memory only, as kube-controller-manager does.
+    /// Keep every HPA's recommendations (read by the stabilization windows) and scale events (read by the behavior policies' periods) in the ConfigMaps LEASE-history-0 to -15 beside the leader-election Lease LEASE: the leader writes what changed in batches, and the next leader reads them before its first decision, so that a failover or restart neither restarts the windows nor lets the policies' periods start over. false keeps them in memory only, as kube-controller-manager does.
     #[arg(verbatim_doc_comment, long = "persist-hpa-history", value_name = "true|false", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", action = ArgAction::Set, value_parser = go_bool)]
     pub persist_hpa_history: bool,
 }

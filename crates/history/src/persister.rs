@@ -341,3 +341,73 @@ impl History {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hpa_decision::recommendations::TimestampedRecommendation;
+    use hpa_decision::scale_events::TimestampedScaleEvent;
+    use jiff::SignedDuration;
+
+    use super::*;
+
+    fn history() -> History {
+        // No request is made by `note` and `forget`: a client of an address nothing serves.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        History::new(
+            ConfigMapStore::new(client, "kube-system", "kube-hpa-controller"),
+            &Registry::new(),
+        )
+        .unwrap()
+    }
+
+    fn h(rec: i32, up: &[i32]) -> HpaHistory {
+        let t: Timestamp = "2026-11-27T12:00:00Z".parse().unwrap();
+        HpaHistory {
+            keep_for: SignedDuration::from_mins(5),
+            recommendations: vec![TimestampedRecommendation {
+                recommendation: rec,
+                timestamp: t,
+            }],
+            scale_up_events: up
+                .iter()
+                .map(|&c| TimestampedScaleEvent {
+                    replica_change: c,
+                    timestamp: t,
+                    outdated: false,
+                })
+                .collect(),
+            scale_down_events: vec![],
+        }
+    }
+
+    fn dirty(hist: &History, key: &str) -> (Dirty, u64) {
+        let b = lock(hist.bucket(key));
+        (b.dirty, b.generation)
+    }
+
+    #[tokio::test]
+    async fn a_change_marks_its_bucket_and_a_scale_event_makes_it_urgent() {
+        let hist = history();
+        hist.note("ns/a", h(3, &[]));
+        assert_eq!(dirty(&hist, "ns/a"), (Dirty::Lazy, 1));
+        hist.note("ns/a", h(3, &[]));
+        assert_eq!(
+            dirty(&hist, "ns/a"),
+            (Dirty::Lazy, 1),
+            "no change, no new generation"
+        );
+        hist.note("ns/a", h(3, &[4]));
+        assert_eq!(dirty(&hist, "ns/a"), (Dirty::Urgent, 2));
+        // The urgent flush is woken.
+        tokio::time::timeout(Duration::from_secs(1), hist.urgent.notified())
+            .await
+            .unwrap();
+        assert_eq!(hist.len(), 1);
+        hist.forget("ns/a");
+        assert!(hist.is_empty());
+        assert_eq!(dirty(&hist, "ns/a").1, 3, "forgetting is a change to write");
+        hist.forget("ns/a");
+        assert_eq!(dirty(&hist, "ns/a").1, 3, "forgetting nothing is none");
+    }
+}

@@ -654,6 +654,15 @@ impl HorizontalController {
                 tokio::select! {
                     restored = history.restore(self.inner.reconciler.clock.now()) => {
                         for (key, h) in restored {
+                            // An HPA deleted meanwhile is never reconciled again: its history
+                            // goes (from the ConfigMap too, at the next flush).
+                            let exists = split_key(&key).is_ok_and(|(namespace, name)| {
+                                self.inner.reconciler.caches.hpa(namespace, name).is_some()
+                            });
+                            if !exists {
+                                history.forget(&key);
+                                continue;
+                            }
                             state.set_recommendations(&key, h.recommendations);
                             state.set_scale_events(&key, h.scale_up_events, h.scale_down_events);
                         }
