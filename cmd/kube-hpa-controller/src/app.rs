@@ -192,6 +192,7 @@ pub async fn run(
     } else {
         WriteFence::open()
     };
+    crate::fence::FenceMetrics::register(&fence, &registry)?;
     let clients = build_clients(&options, rest_metrics.clone(), fence.clone()).await?;
 
     // One stop signal, observed by every part. The fence closes first: no write leaves

@@ -826,7 +826,7 @@ where
             });
         }
         if write && let Some(fence) = &state.fence {
-            fence.check().map_err(|e| RequestError {
+            fence.check_write().map_err(|e| RequestError {
                 text: format!("{op} \"{url}\": {e}"),
                 source: Some(Box::new(e)),
             })?;

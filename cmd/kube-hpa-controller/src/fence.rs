@@ -14,10 +14,13 @@
 //!
 //! Without leader election the fence is open until shutdown.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{Gauge, IntCounterVec, IntGauge, Opts, Registry};
 use tokio::time::Instant;
 
 /// Why a write was refused (the type the reconcile recognises, so that it requeues a fenced
@@ -36,6 +39,8 @@ struct State {
     read_only: bool,
     ever_renewed: AtomicBool,
     closed: AtomicBool,
+    /// `kube_hpa_controller_write_fence_refusals_total`, once registered.
+    refusals: OnceLock<IntCounterVec>,
 }
 
 /// A shared handle on the fence. Cheap to clone.
@@ -60,6 +65,7 @@ impl WriteFence {
                 read_only,
                 ever_renewed: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
+                refusals: OnceLock::new(),
             }),
         }
     }
@@ -133,6 +139,23 @@ impl WriteFence {
         }
     }
 
+    /// [`WriteFence::check`] for a write about to be sent: a refusal is counted in
+    /// `kube_hpa_controller_write_fence_refusals_total{reason}` (once
+    /// [`FenceMetrics::register`]ed).
+    pub fn check_write(&self) -> Result<(), FenceError> {
+        let result = self.check();
+        if let (Err(e), Some(refusals)) = (&result, self.state.refusals.get()) {
+            let reason = match e {
+                FenceError::NotLeading(..) => "not_leading",
+                FenceError::NeverLed => "never_led",
+                FenceError::ShuttingDown => "shutting_down",
+                FenceError::Shadow => "shadow",
+            };
+            refusals.with_label_values(&[reason]).inc();
+        }
+        result
+    }
+
     /// How long writes may still leave (`None`: no limit but shutdown).
     pub fn remaining(&self) -> Option<Duration> {
         if !self.state.leased {
@@ -148,9 +171,128 @@ impl WriteFence {
     }
 }
 
+/// The fence's series (no upstream counterpart: KCM has no fence), read at each scrape:
+/// `kube_hpa_controller_write_fence_open` (1 while a write may leave now),
+/// `kube_hpa_controller_write_fence_remaining_seconds` (with leader election: how long writes
+/// may still leave without another renewal) and
+/// `kube_hpa_controller_write_fence_refusals_total{reason}` (writes refused: `not_leading`,
+/// `never_led`, `shutting_down`, `shadow`).
+#[derive(Clone)]
+pub struct FenceMetrics {
+    fence: WriteFence,
+    open: IntGauge,
+    remaining: Gauge,
+    refusals: IntCounterVec,
+}
+
+impl FenceMetrics {
+    /// Registers the series of `fence` into `registry`.
+    pub fn register(fence: &WriteFence, registry: &Registry) -> Result<(), prometheus::Error> {
+        let refusals = IntCounterVec::new(
+            Opts::new(
+                "kube_hpa_controller_write_fence_refusals_total",
+                "Writes of the scale, HPA status, event and history clients the write fence refused, by reason (not_leading, never_led, shutting_down, shadow).",
+            ),
+            &["reason"],
+        )?;
+        let metrics = FenceMetrics {
+            fence: fence.clone(),
+            open: IntGauge::new(
+                "kube_hpa_controller_write_fence_open",
+                "1 while the write fence lets a write leave (this instance leads and renewed its Lease within the renew deadline, or runs without leader election), 0 otherwise.",
+            )?,
+            remaining: Gauge::new(
+                "kube_hpa_controller_write_fence_remaining_seconds",
+                "With leader election: how long writes may still leave without another renewal of the Lease (0 when the fence is shut).",
+            )?,
+            refusals: refusals.clone(),
+        };
+        // Every reason from the start, at 0, so that a rate is defined before the first refusal.
+        for reason in ["not_leading", "never_led", "shutting_down", "shadow"] {
+            refusals.with_label_values(&[reason]);
+        }
+        registry.register(Box::new(metrics))?;
+        let _ = fence.state.refusals.set(refusals);
+        Ok(())
+    }
+}
+
+impl Collector for FenceMetrics {
+    fn desc(&self) -> Vec<&Desc> {
+        let mut d = self.open.desc();
+        d.extend(self.remaining.desc());
+        d.extend(self.refusals.desc());
+        d
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let open = self.fence.check().is_ok();
+        self.open.set(i64::from(open));
+        let mut out = self.open.collect();
+        if let Some(remaining) = self.fence.remaining() {
+            self.remaining
+                .set(if open { remaining.as_secs_f64() } else { 0.0 });
+            out.extend(self.remaining.collect());
+        }
+        out.extend(self.refusals.collect());
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn its_series_follow_the_fence() {
+        let registry = Registry::new();
+        let f = WriteFence::leased(Duration::from_secs(10));
+        FenceMetrics::register(&f, &registry).unwrap();
+        let text = || {
+            let mut buf = Vec::new();
+            prometheus::Encoder::encode(
+                &prometheus::TextEncoder::new(),
+                &registry.gather(),
+                &mut buf,
+            )
+            .unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        assert!(text().contains("kube_hpa_controller_write_fence_open 0\n"));
+        assert_eq!(f.check_write(), Err(FenceError::NeverLed));
+        f.renewed(Instant::now());
+        tokio::time::advance(Duration::from_secs(4)).await;
+        let t = text();
+        assert!(
+            t.contains("kube_hpa_controller_write_fence_open 1\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("kube_hpa_controller_write_fence_remaining_seconds 6\n"),
+            "{t}"
+        );
+        tokio::time::advance(Duration::from_secs(7)).await;
+        assert!(f.check_write().is_err());
+        f.close();
+        assert_eq!(f.check_write(), Err(FenceError::ShuttingDown));
+        let t = text();
+        assert!(
+            t.contains("kube_hpa_controller_write_fence_open 0\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("kube_hpa_controller_write_fence_remaining_seconds 0\n"),
+            "{t}"
+        );
+        for reason in ["never_led", "not_leading", "shutting_down"] {
+            assert!(
+                t.contains(&format!(
+                    "kube_hpa_controller_write_fence_refusals_total{{reason=\"{reason}\"}} 1\n"
+                )),
+                "{reason}: {t}"
+            );
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn read_only_fence_never_opens() {
