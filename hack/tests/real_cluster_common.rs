@@ -1,6 +1,6 @@
 //! Helpers of the real-cluster tests of `cmd/hpactl` (included with `#[path]`, as
 //! `sibling_binary.rs` is): the releases under test, a cluster per test taken down when
-//! dropped, kubectl and helm runs, polling. Used by `cmd/hpactl/tests/real_cluster_chart.rs` and `real_cluster_migration.rs`.
+//! dropped, kubectl and helm runs, polling. Used by every `cmd/hpactl/tests/real_cluster*.rs`.
 
 #![allow(dead_code)]
 

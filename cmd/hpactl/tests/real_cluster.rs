@@ -9,17 +9,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../../hack/tests/real_cluster_common.rs"]
+mod common;
 #[path = "../../../hack/tests/sibling_binary.rs"]
 mod sibling_binary;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{cluster_up_with as cluster_up, eventually, releases, repo, runtime};
+use hpa_cluster::Cluster;
 use hpa_cluster::process::{self, ProcessRecord};
-use hpa_cluster::{Cluster, KubeRelease, UpOptions};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
@@ -28,107 +30,8 @@ use serde_json::{Value, json};
 
 const IGNORED: &str = "real cluster: run by hack/test.sh after hack/kube.sh build";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The releases under test: `KUBE_VERSIONS` (comma-separated), default 1.37.2.
-fn releases() -> Vec<KubeRelease> {
-    std::env::var("KUBE_VERSIONS")
-        .unwrap_or_else(|_| "1.37.2".into())
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.parse().unwrap())
-        .collect()
-}
-
 fn controller_binary() -> PathBuf {
     sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_hpactl"), "kube-hpa-controller")
-}
-
-/// A cluster for one test, taken down when dropped.
-struct TestCluster {
-    cluster: Cluster,
-    _tmp: TempDir,
-}
-
-impl std::ops::Deref for TestCluster {
-    type Target = Cluster;
-    fn deref(&self) -> &Cluster {
-        &self.cluster
-    }
-}
-
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        let _ = hpa_cluster::down(self.cluster.dir());
-        if std::thread::panicking() || std::env::var_os("HPA_KEEP_CLUSTER").is_some() {
-            // Keep the logs of a failed test where the message says.
-            eprintln!(
-                "cluster logs kept in {}",
-                self.cluster.dir().join("logs").display()
-            );
-            self._tmp.keep = true;
-        }
-    }
-}
-
-struct TempDir {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
-async fn cluster_up(release: KubeRelease, name: &str, audit: bool) -> TestCluster {
-    let path = std::env::temp_dir().join(format!(
-        "hpa-real-{name}-{release}-{}-{}",
-        std::process::id(),
-        uuid_suffix()
-    ));
-    let options = UpOptions {
-        dir: path.clone(),
-        release,
-        metrics_server: vec![
-            env!("CARGO_BIN_EXE_hpactl").to_string(),
-            "cluster".into(),
-            "serve-metrics".into(),
-        ],
-        apiserver_flags: Vec::new(),
-        etcd_unsafe_no_fsync: true,
-        audit,
-    };
-    let started = Instant::now();
-    let cluster = hpa_cluster::up(&options)
-        .await
-        .unwrap_or_else(|e| panic!("hpactl cluster up {release}: {e}"));
-    eprintln!("{name}: cluster {release} up in {:?}", started.elapsed());
-    TestCluster {
-        cluster,
-        _tmp: TempDir { path, keep: false },
-    }
-}
-
-fn uuid_suffix() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-        % 1_000_000_007
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Starts this controller against the cluster with `kubeconfig`, as component `name`.
@@ -145,25 +48,6 @@ fn start_controller(
     ];
     args.extend(flags.iter().map(|f| f.to_string()));
     process::spawn(cluster.dir(), name, &controller_binary(), &args, &[]).unwrap()
-}
-
-/// Polls `check` every 500 ms until it returns `Some`, or panics after `timeout` with `what`
-/// and the last state seen.
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let start = Instant::now();
-    loop {
-        match check().await {
-            Ok(v) => return v,
-            Err(last) if start.elapsed() > timeout => {
-                panic!("{what}: not within {timeout:?}; last: {last}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
 }
 
 fn scenario(path: &str) -> hpa_fixtures::Scenario {
@@ -271,20 +155,7 @@ async fn settled_outcome(client: &kube::Client, who: &str) -> BTreeMap<String, V
 }
 
 fn kubectl(cluster: &Cluster, args: &[&str]) -> String {
-    let out = Command::new(cluster.binaries().path("kubectl"))
-        .arg(format!(
-            "--kubeconfig={}",
-            cluster.admin_kubeconfig().display()
-        ))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::kubectl(cluster, args, None)
 }
 
 const SYNC: &str = "--horizontal-pod-autoscaler-sync-period=2s";

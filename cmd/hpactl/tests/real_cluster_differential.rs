@@ -17,95 +17,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../../../hack/tests/real_cluster_common.rs"]
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::{cluster_up, releases, repo, runtime};
 use hpa_cluster::apply::Applier;
-use hpa_cluster::{Cluster, KubeRelease, UpOptions};
+use hpa_cluster::{Cluster, KubeRelease};
 use hpa_fixtures::{FixtureServer, Scenario, Store};
 use serde_json::{Value, json};
 
 const IGNORED: &str = "real cluster: run by hack/test.sh after hack/kube.sh build";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The releases under test: `KUBE_VERSIONS` (comma-separated), default 1.37.2.
-fn releases() -> Vec<KubeRelease> {
-    std::env::var("KUBE_VERSIONS")
-        .unwrap_or_else(|_| "1.37.2".into())
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.parse().unwrap())
-        .collect()
-}
-
-/// A cluster for one test, taken down when dropped (its directory kept when the test fails).
-struct TestCluster {
-    cluster: Cluster,
-    path: PathBuf,
-}
-
-impl std::ops::Deref for TestCluster {
-    type Target = Cluster;
-    fn deref(&self) -> &Cluster {
-        &self.cluster
-    }
-}
-
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        let _ = hpa_cluster::down(self.cluster.dir());
-        if std::thread::panicking() || std::env::var_os("HPA_KEEP_CLUSTER").is_some() {
-            eprintln!(
-                "cluster logs kept in {}",
-                self.cluster.dir().join("logs").display()
-            );
-        } else {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
-async fn cluster_up(release: KubeRelease, name: &str) -> TestCluster {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-        % 1_000_000_007;
-    let path = std::env::temp_dir().join(format!(
-        "hpa-diff-{name}-{release}-{}-{nanos}",
-        std::process::id()
-    ));
-    let options = UpOptions {
-        dir: path.clone(),
-        release,
-        metrics_server: vec![
-            env!("CARGO_BIN_EXE_hpactl").to_string(),
-            "cluster".into(),
-            "serve-metrics".into(),
-        ],
-        apiserver_flags: Vec::new(),
-        etcd_unsafe_no_fsync: true,
-        audit: false,
-    };
-    let started = Instant::now();
-    let cluster = hpa_cluster::up(&options)
-        .await
-        .unwrap_or_else(|e| panic!("hpactl cluster up {release}: {e}"));
-    eprintln!("{name}: cluster {release} up in {:?}", started.elapsed());
-    TestCluster { cluster, path }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sending the same request to both servers

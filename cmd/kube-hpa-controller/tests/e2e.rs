@@ -247,8 +247,13 @@ impl Fixture {
     }
 
     async fn scale_replicas(&self) -> i32 {
+        self.replicas_of("web").await
+    }
+
+    /// The replicas of the Deployment `default/name`'s scale.
+    async fn replicas_of(&self, name: &str) -> i32 {
         Api::<Deployment>::namespaced(self.client.clone(), "default")
-            .get_scale("web")
+            .get_scale(name)
             .await
             .unwrap()
             .spec
@@ -257,8 +262,12 @@ impl Fixture {
     }
 
     async fn hpa(&self) -> HorizontalPodAutoscaler {
+        self.hpa_named("web").await
+    }
+
+    async fn hpa_named(&self, name: &str) -> HorizontalPodAutoscaler {
         Api::<HorizontalPodAutoscaler>::namespaced(self.client.clone(), "default")
-            .get("web")
+            .get(name)
             .await
             .unwrap()
     }
@@ -1168,14 +1177,13 @@ const HISTORY_SCENARIO: &str = concat!(
     "/../../test-fixtures/real-cluster/history-failover.yaml"
 );
 
-async fn replicas_of(fixture: &Fixture, name: &str) -> i32 {
-    Api::<Deployment>::namespaced(fixture.client.clone(), "default")
-        .get_scale(name)
-        .await
-        .unwrap()
-        .spec
-        .and_then(|s| s.replicas)
-        .unwrap_or_default()
+/// Waits until `b` scaled `up` to 10 (4 pods more than the old leader's 6).
+async fn b_scales_up_to_10(fixture: &Fixture, b: &mut Controller, what: &str) {
+    eventually(what, WAIT, async || {
+        b.proc.assert_running();
+        (fixture.replicas_of("up").await == 10).then_some(())
+    })
+    .await;
 }
 
 /// A leader (`a`) killed with SIGKILL once it scaled `up` from 2 to 6, and the standby (`b`)
@@ -1196,7 +1204,7 @@ async fn kill_the_leader_after_a_scale_up(
     .await;
     let scaled = eventually("A to scale up from 2 to 6", WAIT, async || {
         a.proc.assert_running();
-        (replicas_of(fixture, "up").await == 6).then(Instant::now)
+        (fixture.replicas_of("up").await == 6).then(Instant::now)
     })
     .await;
     let mut b = Controller::start_with("b", &fixture.kubeconfig, ports[1], dir, extra);
@@ -1233,13 +1241,10 @@ async fn a_new_leader_keeps_the_policy_period_and_the_window_of_the_old_one() {
         let off = ["--persist-hpa-history=false"];
         let (_a, mut b, scaled) =
             kill_the_leader_after_a_scale_up(&fixture, &dir, &off, Duration::from_secs(3)).await;
-        eventually(
+        b_scales_up_to_10(
+            &fixture,
+            &mut b,
             "B, with no history, to add 4 pods at once",
-            WAIT,
-            async || {
-                b.proc.assert_running();
-                (replicas_of(&fixture, "up").await == 10).then_some(())
-            },
         )
         .await;
         assert!(
@@ -1251,18 +1256,13 @@ async fn a_new_leader_keeps_the_policy_period_and_the_window_of_the_old_one() {
 
     let dir = Scratch::new("history");
     let fixture = Fixture::start_scenario(&dir, Path::new(HISTORY_SCENARIO)).await;
-    let down = || async {
-        Api::<HorizontalPodAutoscaler>::namespaced(fixture.client.clone(), "default")
-            .get("down")
-            .await
-            .unwrap()
-    };
     let (_a, mut b, scaled) =
         kill_the_leader_after_a_scale_up(&fixture, &dir, &[], Duration::from_secs(10)).await;
     let took_over = Instant::now();
     // The old leader saw `down`'s metric drop (at 5 s) before it was killed: its last
     // recommendation of 6 came before that status.
-    let seen_drop = down()
+    let seen_drop = fixture
+        .hpa_named("down")
         .await
         .status
         .and_then(|s| s.current_metrics)
@@ -1297,25 +1297,17 @@ async fn a_new_leader_keeps_the_policy_period_and_the_window_of_the_old_one() {
     while scaled.elapsed() < Duration::from_secs(57) {
         b.proc.assert_running();
         assert_eq!(
-            replicas_of(&fixture, "up").await,
+            fixture.replicas_of("up").await,
             6,
             "B added pods {:?} after the old leader's scale-up, within its 60 s period",
             scaled.elapsed()
         );
-        if down_at.is_none() && replicas_of(&fixture, "down").await < 6 {
+        if down_at.is_none() && fixture.replicas_of("down").await < 6 {
             down_at = Some(took_over.elapsed());
         }
         tokio::time::sleep(POLL).await;
     }
-    eventually(
-        "B to add 4 pods once the period is over",
-        WAIT,
-        async || {
-            b.proc.assert_running();
-            (replicas_of(&fixture, "up").await == 10).then_some(())
-        },
-    )
-    .await;
+    b_scales_up_to_10(&fixture, &mut b, "B to add 4 pods once the period is over").await;
     // The old leader's last recommendation of 6 came just before the drop (5 s after the
     // server started, a few seconds before `up` was scaled), so its 30 s window ends about
     // 20 s after B took over (it was killed 10 s after `up` was scaled, and B waited for the
