@@ -26,9 +26,11 @@ usage() {
     exit 2
 }
 
-cache_root() {
-    echo "${KUBE_HPA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-hpa-controller}"
-}
+# (No `dirname`: the refusal of a PATH without Go must still find this file.)
+here=${BASH_SOURCE[0]%/*}
+[[ $here == "${BASH_SOURCE[0]}" ]] && here=.
+# shellcheck source=hack/lib/go-build.sh
+source "$here/lib/go-build.sh"
 
 version_dir() {
     echo "$(cache_root)/helm/$HELM_VERSION"
@@ -60,11 +62,7 @@ cmd_build() {
     mkdir -p "$root" || die "cannot create the cache directory $root"
 
     # One build at a time; a second caller waits, then finds it complete.
-    exec {lock_fd}>"$root/.$HELM_VERSION.lock"
-    if ! flock -n "$lock_fd"; then
-        echo "helm.sh: another build of helm $HELM_VERSION is running; waiting for it"
-        flock "$lock_fd"
-    fi
+    take_build_lock "$root" "$HELM_VERSION" helm.sh
     if is_complete "$dir"; then
         echo "helm.sh: helm $HELM_VERSION is already built: $dir/bin/helm"
         return 0
@@ -101,16 +99,9 @@ cmd_build() {
     for p in pkg/lint/rules pkg/chartutil; do
         ldflags+=" -X $HELM_MODULE/$p.k8sVersionMajor=1 -X $HELM_MODULE/$p.k8sVersionMinor=$k8s_minor"
     done
-    if ! env -C "$work" GOBIN="$work/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-        go install -trimpath -ldflags "$ldflags" \
-        "$HELM_MODULE/cmd/helm@$HELM_VERSION" >>"$log" 2>&1; then
-        echo "---- last lines of $log" >&2
-        tail -n 25 "$log" >&2
-        if grep -qi 'no space left on device' "$log"; then
-            die "go install of helm failed: the disk is full (no space left on device)"
-        fi
-        die "go install $HELM_MODULE/cmd/helm@$HELM_VERSION failed (see the lines above)"
-    fi
+    run_go "go install $HELM_MODULE/cmd/helm@$HELM_VERSION" "$log" \
+        env -C "$work" GOBIN="$work/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+        go install -trimpath -ldflags "$ldflags" "$HELM_MODULE/cmd/helm@$HELM_VERSION"
 
     local reported
     reported=$("$work/bin/helm" version --template '{{.Version}}' 2>&1) ||

@@ -40,9 +40,11 @@ usage() {
     exit 2
 }
 
-cache_root() {
-    echo "${KUBE_HPA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-hpa-controller}"
-}
+# (No `dirname`: the refusal of a PATH without Go must still find this file.)
+here=${BASH_SOURCE[0]%/*}
+[[ $here == "${BASH_SOURCE[0]}" ]] && here=.
+# shellcheck source=hack/lib/go-build.sh
+source "$here/lib/go-build.sh"
 
 # v1.37.2 from 1.37.2 or v1.37.2; anything else is an error.
 normalize_version() {
@@ -86,27 +88,6 @@ free_gib() {
     df -Pk "$path" | awk 'NR == 2 { printf "%d", $4 / 1048576 }'
 }
 
-# Runs a go command with its output in LOG; on failure, explains the cause it can recognise.
-run_go() {
-    local what=$1 log=$2
-    shift 2
-    if "$@" >>"$log" 2>&1; then
-        return 0
-    fi
-    echo "---- last lines of $log" >&2
-    tail -n 25 "$log" >&2
-    if grep -qi 'no space left on device' "$log"; then
-        die "$what failed: the disk is full (no space left on device); free at least ${MIN_FREE_GIB} GiB" \
-            "for $(cache_root), $(go env GOMODCACHE) and $(go env GOCACHE), then run again"
-    fi
-    local refused
-    refused=$(grep -E -m1 '(reading|verifying) .*(: [0-9]{3} |: dial tcp|no such host|connection refused|i/o timeout|unrecognized import path|not found)|GOPROXY|missing go.sum entry|go: [^ ]+@[^ ]+: .*(not found|invalid version|unknown revision)' "$log" || true)
-    if [[ -n $refused ]]; then
-        die "$what failed: the Go module proxy ($(go env GOPROXY)) refused a module: $refused"
-    fi
-    die "$what failed (the whole output is in $log)"
-}
-
 build_one() {
     local version=$1
     local minor=${version#v1.}
@@ -127,11 +108,7 @@ build_one() {
     mkdir -p "$root" || die "cannot create the cache directory $root"
 
     # One build of a version at a time; a second caller waits, then finds it complete.
-    exec {lock_fd}>"$root/.$version.lock"
-    if ! flock -n "$lock_fd"; then
-        echo "kube.sh: another build of $version is running; waiting for it"
-        flock "$lock_fd"
-    fi
+    take_build_lock "$root" "$version" kube.sh
     if is_complete "$dir"; then
         echo "kube.sh: $version is already built: $dir/bin"
         return 0
