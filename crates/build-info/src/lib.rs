@@ -108,34 +108,11 @@ impl BuildInfo {
         ];
         let body = fields
             .iter()
-            .map(|(name, value)| format!("{name}:{}", go_quote(value)))
+            .map(|(name, value)| format!("{name}:{}", hpa_config::strconv::quote(value)))
             .collect::<Vec<_>>()
             .join(", ");
         format!("version.Info{{{body}}}\n")
     }
-}
-
-/// A string as Go's `strconv.Quote` writes it for printable text: in double quotes, with `"`
-/// and `\` escaped and control characters as escapes.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => match u8::try_from(u32::from(c)) {
-                Ok(b) => out.push_str(&format!("\\x{b:02x}")),
-                Err(_) => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            },
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -174,7 +151,10 @@ mod tests {
                 "\n"
             )
         );
-        assert_eq!(go_quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\x01""#);
+        assert_eq!(
+            hpa_config::strconv::quote("a\"b\\c\n\u{1}"),
+            r#""a\"b\\c\n\x01""#
+        );
     }
 
     #[test]

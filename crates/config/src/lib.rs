@@ -15,7 +15,7 @@ pub use duration::{GoDuration, ParseDurationError};
 pub mod feature_gates;
 mod hpa;
 pub mod options;
-mod strconv;
+pub mod strconv;
 mod version;
 
 pub use feature_gates::{Feature, FeatureGates};

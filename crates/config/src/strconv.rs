@@ -1,4 +1,4 @@
-//! Go's `strconv` parsing as pflag uses it for flag values.
+//! Go's `strconv` parsing as pflag uses it for flag values, and its `Quote`.
 //!
 //! An operator moving flags from kube-controller-manager expects the same values to be
 //! accepted and the same words when one is not: `strconv.ParseFloat: parsing "abc":
@@ -113,6 +113,39 @@ pub fn parse_float(s: &str) -> Result<f64, StrconvError> {
         return Err(StrconvError::range(F, s));
     }
     Ok(v)
+}
+
+/// Go's `strconv.Quote` (what `%q` prints for a string): in double quotes, `"` and `\\`
+/// escaped, printable characters kept, control characters as Go's escapes.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => {
+                if (c as u32) <= 0xffff {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]
