@@ -174,3 +174,17 @@ where
         }
     }
 }
+
+/// The holder of this controller's Lease `kube-system/kube-hpa-controller` (empty: none).
+pub async fn lease_holder(client: &kube::Client) -> String {
+    kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(
+        client.clone(),
+        "kube-system",
+    )
+    .get_opt("kube-hpa-controller")
+    .await
+    .unwrap()
+    .and_then(|l| l.spec)
+    .and_then(|s| s.holder_identity)
+    .unwrap_or_default()
+}

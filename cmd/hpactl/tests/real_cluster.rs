@@ -19,11 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{cluster_up_with as cluster_up, eventually, releases, repo, runtime};
+use common::{cluster_up_with as cluster_up, eventually, lease_holder, releases, repo, runtime};
 use hpa_cluster::Cluster;
 use hpa_cluster::process::{self, ProcessRecord};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -256,17 +255,6 @@ fn writes_by(cluster: &Cluster, credential: &str, after: jiff::Timestamp) -> Vec
         })
         .map(|e| format!("{} {}", e["verb"], e["requestURI"]))
         .collect()
-}
-
-async fn lease_holder(client: &kube::Client) -> String {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    leases
-        .get_opt("kube-hpa-controller")
-        .await
-        .unwrap()
-        .and_then(|l| l.spec)
-        .and_then(|s| s.holder_identity)
-        .unwrap_or_default()
 }
 
 async fn set_cpu_usage(cluster: &Cluster, millis: u32) {

@@ -14,12 +14,11 @@ mod sibling_binary;
 
 use std::time::{Duration, Instant};
 
-use common::{cluster_up, eventually, releases, repo, runtime};
+use common::{cluster_up, eventually, lease_holder, releases, repo, runtime};
 use hpa_cluster::process::{self, ProcessRecord};
 use hpa_cluster::{Cluster, KubeRelease};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use serde_json::json;
@@ -50,16 +49,6 @@ async fn replicas(client: &kube::Client, name: &str) -> i32 {
         .unwrap()
         .spec
         .and_then(|s| s.replicas)
-        .unwrap_or_default()
-}
-
-async fn holder(client: &kube::Client) -> String {
-    Api::<Lease>::namespaced(client.clone(), "kube-system")
-        .get_opt("kube-hpa-controller")
-        .await
-        .unwrap()
-        .and_then(|l| l.spec)
-        .and_then(|s| s.holder_identity)
         .unwrap_or_default()
 }
 
@@ -101,7 +90,7 @@ async fn failover(release: KubeRelease) {
 
     let a = start(&c, "a");
     let a_id = eventually(WAIT, "A to take the Lease", || async {
-        let h = holder(&client).await;
+        let h = lease_holder(&client).await;
         if h.is_empty() {
             Err("no holder".into())
         } else {
@@ -143,7 +132,7 @@ async fn failover(release: KubeRelease) {
     tokio::time::sleep(Duration::from_secs(10).saturating_sub(scaled.elapsed())).await;
     process::kill(&a);
     eventually(WAIT, "B to take the Lease", || async {
-        let h = holder(&client).await;
+        let h = lease_holder(&client).await;
         if h.is_empty() || h == a_id {
             Err(h)
         } else {
