@@ -209,15 +209,22 @@ build_one() {
         k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3
     mv "$work/bin/server" "$work/bin/etcd"
 
-    # Each binary must run and report its version before the build counts.
-    "$work/bin/kube-apiserver" --version 2>&1 | grep -qx "Kubernetes $version" ||
-        die "the built kube-apiserver reports '$("$work/bin/kube-apiserver" --version 2>&1)', not $version"
-    "$work/bin/kube-controller-manager" --version 2>&1 | grep -qx "Kubernetes $version" ||
-        die "the built kube-controller-manager does not report $version"
-    "$work/bin/kubectl" version --client 2>&1 | grep -q "Client Version: $version" ||
-        die "the built kubectl does not report $version"
-    "$work/bin/etcd" --version 2>&1 | grep -q "etcd Version: ${etcd_version#v}" ||
-        die "the built etcd does not report ${etcd_version#v}"
+    # Each binary must run and report its version before the build counts. The output is
+    # taken whole before it is matched: `cmd | grep -q` under pipefail fails when grep exits at
+    # its match while the command still writes (kubectl prints a Kustomize line after it).
+    local reported
+    reported=$("$work/bin/kube-apiserver" --version 2>&1) || true
+    grep -qx "Kubernetes $version" <<<"$reported" ||
+        die "the built kube-apiserver reports '$reported', not $version"
+    reported=$("$work/bin/kube-controller-manager" --version 2>&1) || true
+    grep -qx "Kubernetes $version" <<<"$reported" ||
+        die "the built kube-controller-manager reports '$reported', not $version"
+    reported=$("$work/bin/kubectl" version --client 2>&1) || true
+    grep -q "Client Version: $version" <<<"$reported" ||
+        die "the built kubectl reports '$reported', not $version"
+    reported=$("$work/bin/etcd" --version 2>&1) || true
+    grep -q "etcd Version: ${etcd_version#v}" <<<"$reported" ||
+        die "the built etcd reports '$reported', not ${etcd_version#v}"
 
     {
         echo "kubernetes $version"
