@@ -97,6 +97,10 @@ spec:
       {{- end }}
       args:
         {{- toYaml .args | nindent 8 }}
+      env:
+        # Where this replica's /debug is reached, written on its member Lease with --shards.
+        - name: POD_IP
+          valueFrom: {fieldRef: {fieldPath: status.podIP}}
       ports:
         - {name: https, containerPort: {{ .port }}, protocol: TCP}
       livenessProbe:

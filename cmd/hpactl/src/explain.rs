@@ -7,6 +7,10 @@
 //! computes a decision now on the cluster of the kubeconfig, with the controller's own code
 //! in shadow mode (nothing is written), and says that it had no history.
 //!
+//! With `--lease NAMESPACE/NAME` it finds the running controller through its Leases: with
+//! `--shards`, the replica holding the Lease of the HPA's shard, at the address its member
+//! Lease names (`hpa-sharding`'s coordinator writes it); without shards, it names the leader.
+//!
 //! Installed as `kubectl-hpa_explain` (a copy or link of `hpactl`), it is the kubectl plugin
 //! `kubectl hpa-explain NAMESPACE/NAME ...`.
 
@@ -46,8 +50,12 @@ pub struct ExplainArgs {
     pub namespace: Option<String>,
     /// A running controller's secure address (https://HOST:PORT); its last decisions are
     /// shown. Without it, a decision is computed now on the cluster (no history).
-    #[arg(long, value_name = "https://HOST:PORT")]
+    #[arg(long, value_name = "https://HOST:PORT", conflicts_with = "lease")]
     pub controller: Option<String>,
+    /// Find the running controller through its leader-election Lease NAMESPACE/NAME (e.g.
+    /// kube-system/kube-hpa-controller): with --shards, the replica that owns the HPA.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub lease: Option<String>,
     /// Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -146,10 +154,25 @@ fn key_of(args: &ExplainArgs) -> Result<String, ExplainError> {
 
 async fn explain(args: &ExplainArgs) -> Result<String, ExplainError> {
     let key = key_of(args)?;
-    let (traces, comparison) = match &args.controller {
+    let owner = match &args.lease {
+        Some(lease) => Some(find_owner(args, lease, &key).await?),
+        None => None,
+    };
+    let url = owner
+        .as_ref()
+        .map(|o| &o.address)
+        .or(args.controller.as_ref());
+    let (traces, comparison) = match url {
         Some(url) => from_controller(args, url, &key).await?,
         None => (vec![fresh(args, &key).await?], None),
     };
+    if let Some(o) = &owner {
+        // On stderr: the output stays the trace.
+        eprintln!(
+            "{key} is shard {} of {}, held by {} at {}",
+            o.shard, o.shards, o.identity, o.address
+        );
+    }
     let mut out = render(args, &traces)?;
     if args.output == Output::Text
         && let Some(c) = comparison
@@ -186,6 +209,105 @@ fn render(args: &ExplainArgs, traces: &[DecisionTrace]) -> Result<String, Explai
                 .join("\n"))
         }
     }
+}
+
+/// The replica that owns an HPA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owner {
+    shard: u32,
+    shards: u32,
+    identity: String,
+    address: String,
+}
+
+/// Finds the replica holding the shard of `key` from the Leases of the group `lease`.
+async fn find_owner(args: &ExplainArgs, lease: &str, key: &str) -> Result<Owner, ExplainError> {
+    use hpa_sharding::coordinator::GROUP_LABEL;
+    use k8s_openapi::api::coordination::v1::Lease;
+    let Some((namespace, name)) = lease
+        .split_once('/')
+        .filter(|(n, l)| !n.is_empty() && !l.is_empty())
+    else {
+        return Err(ExplainError::Usage(format!(
+            "--lease: expected NAMESPACE/NAME, got {lease:?}"
+        )));
+    };
+    let config = load_config(args).await.map_err(ExplainError::Config)?;
+    let client = kube::Client::try_from(config).map_err(|e| ExplainError::Config(e.to_string()))?;
+    let api = kube::Api::<Lease>::namespaced(client, namespace);
+    let leases = api
+        .list(&kube::api::ListParams::default().labels(&format!("{GROUP_LABEL}={name}")))
+        .await
+        .map_err(|e| ExplainError::Request(format!("listing the Leases of {lease}: {e}")))?
+        .items;
+    owner_in(&leases, name, key).ok_or_else(|| {
+        ExplainError::Request(match leases.is_empty() {
+            true => format!(
+                "{lease} has no shard Leases (is the controller running with --shards?); give the leader's address with --controller"
+            ),
+            false => format!(
+                "no live replica of {lease} holds the shard of {key} now, or it names no address"
+            ),
+        })
+    })
+}
+
+/// The owner of `key` among the Leases of the group `name` (`None`: no shard Lease, its
+/// shard unheld, or its holder's member Lease naming no address).
+fn owner_in(
+    leases: &[k8s_openapi::api::coordination::v1::Lease],
+    name: &str,
+    key: &str,
+) -> Option<Owner> {
+    use hpa_sharding::coordinator::{
+        ADDRESS_ANNOTATION, ROLE_LABEL, SHARDS_ANNOTATION, shard_lease_name,
+    };
+    let role = |l: &k8s_openapi::api::coordination::v1::Lease| {
+        l.metadata
+            .labels
+            .as_ref()
+            .and_then(|m| m.get(ROLE_LABEL))
+            .cloned()
+    };
+    let holder = |l: &k8s_openapi::api::coordination::v1::Lease| {
+        l.spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.clone())
+            .filter(|h| !h.is_empty())
+    };
+    let shards: u32 = leases
+        .iter()
+        .filter(|l| role(l).as_deref() == Some("shard") && holder(l).is_some())
+        .filter_map(|l| {
+            l.metadata
+                .annotations
+                .as_ref()?
+                .get(SHARDS_ANNOTATION)?
+                .parse()
+                .ok()
+        })
+        .max()?;
+    let shard = hpa_sharding::shard_of(key, shards);
+    let wanted = shard_lease_name(name, shard);
+    let identity = leases
+        .iter()
+        .find(|l| l.metadata.name.as_deref() == Some(wanted.as_str()))
+        .and_then(holder)?;
+    let address = leases
+        .iter()
+        .filter(|l| role(l).as_deref() == Some("member"))
+        .find(|l| holder(l).as_deref() == Some(identity.as_str()))?
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ADDRESS_ANNOTATION)?
+        .clone();
+    Some(Owner {
+        shard,
+        shards,
+        identity,
+        address,
+    })
 }
 
 /// The kubeconfig of `--kubeconfig` (and `--context`), else `$KUBECONFIG` or
@@ -479,6 +601,73 @@ mod tests {
             "{text}"
         );
         assert!(shadow_text(&answer, "ns/other").is_none());
+    }
+
+    #[test]
+    fn the_owner_is_the_holder_of_the_shard_at_its_member_address() {
+        use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+        use kube::api::ObjectMeta;
+        let lease =
+            |name: &str, role: &str, holder: &str, address: Option<&str>| Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    labels: Some(
+                        [(
+                            "kube-hpa-controller.io/shard-role".to_string(),
+                            role.to_string(),
+                        )]
+                        .into(),
+                    ),
+                    annotations: Some(
+                        [("kube-hpa-controller.io/shards".to_string(), "2".to_string())]
+                            .into_iter()
+                            .chain(address.map(|a| {
+                                ("kube-hpa-controller.io/address".to_string(), a.to_string())
+                            }))
+                            .collect(),
+                    ),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(holder.to_string()),
+                    ..LeaseSpec::default()
+                }),
+            };
+        let key = (0..100)
+            .map(|i| format!("ns/h{i}"))
+            .find(|k| hpa_sharding::shard_of(k, 2) == 1)
+            .unwrap();
+        let leases = vec![
+            lease("khc-shard-0", "shard", "a", None),
+            lease("khc-shard-1", "shard", "b", None),
+            lease(
+                "khc-member-1",
+                "member",
+                "a",
+                Some("https://10.0.0.1:10257"),
+            ),
+            lease(
+                "khc-member-2",
+                "member",
+                "b",
+                Some("https://10.0.0.2:10257"),
+            ),
+        ];
+        assert_eq!(
+            owner_in(&leases, "khc", &key),
+            Some(Owner {
+                shard: 1,
+                shards: 2,
+                identity: "b".into(),
+                address: "https://10.0.0.2:10257".into()
+            })
+        );
+        // Unheld shard, or no member Lease with an address: no owner.
+        let mut unheld = leases.clone();
+        unheld[1] = lease("khc-shard-1", "shard", "", None);
+        assert_eq!(owner_in(&unheld, "khc", &key), None);
+        assert_eq!(owner_in(&leases[..3], "khc", &key), None);
+        assert_eq!(owner_in(&[], "khc", &key), None);
     }
 
     #[test]

@@ -122,9 +122,14 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         binary: Option<PathBuf>,
         /// Where the binary's output goes (default: hpactl-bench-PID.controller.log in the
-        /// temporary directory).
+        /// temporary directory; with --replicas, .N appended for replica N).
         #[arg(long, value_name = "FILE")]
         controller_log: Option<PathBuf>,
+        /// Run this many replicas of --binary at once (give them --shards=N after `--`): each
+        /// with its own bearer token, serving port and log, leader election in `default`; the
+        /// report adds each one's CPU, peak RSS, reconciles and requests.
+        #[arg(long, default_value_t = 1, value_name = "N", requires = "binary", value_parser = clap::value_parser!(u16).range(1..=64))]
+        replicas: u16,
         /// Measure the fixture server alone (scale GETs and PodMetrics LISTs per second over
         /// loopback, `--duration` each) instead of running a controller.
         #[arg(long)]
@@ -341,6 +346,7 @@ fn main() -> ExitCode {
             duration,
             binary,
             controller_log,
+            replicas,
             server_only,
             connections,
             json,
@@ -356,6 +362,7 @@ fn main() -> ExitCode {
             duration: duration.to_std(),
             binary,
             controller_log,
+            replicas: usize::from(replicas),
             server_only,
             connections,
             json,
@@ -678,6 +685,7 @@ struct BenchArgs {
     duration: std::time::Duration,
     binary: Option<PathBuf>,
     controller_log: Option<PathBuf>,
+    replicas: usize,
     server_only: bool,
     connections: usize,
     json: bool,
@@ -729,6 +737,7 @@ fn bench_cmd(args: BenchArgs) -> ExitCode {
             duration: args.duration,
             controller,
             controller_log: args.controller_log,
+            replicas: args.replicas,
         };
         runtime
             .block_on(bench::run(scenario, &config))

@@ -6,6 +6,11 @@
 //! released first), 1 when leadership is lost or start-up fails (the API server not healthy
 //! within 10 s included, as KCM's `WaitForAPIServer`).
 //!
+//! With `--shards` there is no single leader: every replica runs its caches and workers and
+//! a coordinator takes and renews shard Leases (`hpa-sharding`); the workers reconcile the
+//! HPAs of the shards held, each write fenced by its shard's Lease. Exit status 0 after a
+//! signal (the shards released first).
+//!
 //! Shutdown (`Run`'s cancelled context): the first SIGTERM closes the write fence at once (no
 //! write leaves after it), stops taking keys, cancels the reconciles in flight with their API
 //! calls, releases the lease (bounded by [`RELEASE_TIMEOUT`]) and exits 0; a second SIGTERM
@@ -19,9 +24,11 @@ use hpa_build_info::BUILD_INFO;
 use hpa_config::options::DEFAULT_LEASE_NAME;
 use hpa_config::{KubeVersion, Options, SystemClock};
 use hpa_horizontal::{
-    ControllerConfig, ControllerParts, HorizontalController, KubeScaleClient, resolve_version,
+    ControllerConfig, ControllerParts, HistoryFactory, HorizontalController, KubeScaleClient,
+    resolve_version,
 };
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
+use hpa_sharding::{Coordinator, CoordinatorConfig, ShardFences, ShardHandler, ShardMetrics};
 use hpa_workqueue::{Stability, WorkqueueMetrics};
 use prometheus::Registry;
 use tokio::sync::watch;
@@ -184,7 +191,19 @@ pub async fn run(
     let registry = Registry::new();
     let rest_metrics = RestClientMetrics::new(&registry)?;
     let le = options.leader_election.clone();
-    let fence = if options.shadow.shadow {
+    // --shards: one fence per shard, opened by that shard's Lease.
+    let shard_fences = (options.sharding.shards > 1
+        && le.leader_elect
+        && options.hpa_controller_enabled())
+    .then(|| {
+        Arc::new(ShardFences::new(
+            options.sharding.shards,
+            std_duration(le.renew_deadline),
+        ))
+    });
+    let fence = if let Some(fences) = &shard_fences {
+        WriteFence::sharded(fences.clone(), options.shadow.shadow)
+    } else if options.shadow.shadow {
         // Shadow mode: the scale and HPA clients never write, whatever the lease.
         WriteFence::read_only()
     } else if le.leader_elect && options.hpa_controller_enabled() {
@@ -215,7 +234,9 @@ pub async fn run(
     let auth = Arc::new(DelegatingAuth::from_flags(&options.auth).await?);
     let serving = ServingConfig::from_flags(&options.serving)?;
     let debug = crate::debug::DebugStores::new();
+    let mut serving_addr = None;
     if let Some(server) = SecureServer::bind(&serving).await? {
+        serving_addr = server.local_addr().ok();
         let mut state =
             ServingState::new(registry.clone(), readiness.clone(), auth).with_debug(debug.clone());
         if le.leader_elect {
@@ -279,18 +300,67 @@ pub async fn run(
     crate::metrics::register_build_info(&registry, &BUILD_INFO, stability)?;
     crate::metrics::register_feature_gates(&registry, &config.gates)?;
     let controller = build_controller(config, &clients, &registry, stability)?;
+    let lease_name = if le.resource_name.is_empty() {
+        DEFAULT_LEASE_NAME.to_string()
+    } else {
+        le.resource_name.clone()
+    };
+    if let Some(fences) = shard_fences {
+        let persist = options.history.persist_hpa_history && !options.shadow.shadow;
+        let history: Option<HistoryFactory> = if persist {
+            let metrics = hpa_history::HistoryMetrics::register(&registry)?;
+            let client = clients.hpa.clone();
+            let namespace = le.resource_namespace.clone();
+            let base = lease_name.clone();
+            Some(Box::new(move |shard| {
+                // Each shard's ConfigMaps beside its Lease: LEASE-shard-I-history-N.
+                let store = hpa_history::ConfigMapStore::new(
+                    client.clone(),
+                    &namespace,
+                    &hpa_sharding::coordinator::shard_lease_name(&base, shard),
+                );
+                Arc::new(
+                    hpa_history::History::with_metrics(store, metrics.clone())
+                        .with_fenced_check(hpa_horizontal::refused_by_fence),
+                )
+            }))
+        } else {
+            None
+        };
+        controller.set_shards(options.sharding.shards, history);
+        debug.set(&controller);
+        let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
+        let coordinator = Coordinator::new(
+            clients.leader_election.clone(),
+            CoordinatorConfig {
+                namespace: le.resource_namespace.clone(),
+                name: lease_name,
+                identity: new_identity(),
+                shards: options.sharding.shards,
+                lease_duration: std_duration(le.lease_duration),
+                renew_deadline: std_duration(le.renew_deadline),
+                retry_period: std_duration(le.retry_period),
+                address: serving_addr.map(|a| advertised_address(&options, a)),
+            },
+            fences,
+        )
+        .with_metrics(ShardMetrics::register(&registry, options.sharding.shards)?);
+        return run_sharded(
+            &controller,
+            coordinator,
+            workers,
+            &readiness,
+            stop_rx.clone(),
+        )
+        .await;
+    }
     if options.history.persist_hpa_history && !options.shadow.shadow {
         // The history ConfigMaps sit beside the Lease (LEASE-history-N), written through the
         // HPA client: its writes pass the fence as the status writes do.
-        let lease_name = if le.resource_name.is_empty() {
-            DEFAULT_LEASE_NAME
-        } else {
-            le.resource_name.as_str()
-        };
         let store = hpa_history::ConfigMapStore::new(
             clients.hpa.clone(),
             &le.resource_namespace,
-            lease_name,
+            &lease_name,
         );
         let history = hpa_history::History::new(store, &registry)?
             .with_fenced_check(hpa_horizontal::refused_by_fence);
@@ -424,6 +494,77 @@ fn build_controller(
         },
         Some(clients.informers.clone()),
     )?)
+}
+
+/// Where this replica's `/debug` is reached, for its member Lease (`hpactl explain` reads
+/// it): the pod's IP (`POD_IP`, from the downward API in the chart), else the bind address
+/// unless it is unspecified, else the host name; and the port served on.
+fn advertised_address(options: &Options, bound: std::net::SocketAddr) -> String {
+    let host = std::env::var("POD_IP")
+        .ok()
+        .filter(|ip| !ip.is_empty())
+        .or_else(|| {
+            let ip = options.serving.bind_address;
+            (!ip.is_unspecified()).then(|| ip.to_string())
+        })
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "localhost".to_string());
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    format!("https://{host}:{}", bound.port())
+}
+
+/// With `--shards`: the caches, then the coordinator taking and renewing shards and the
+/// workers reconciling theirs, until the stop signal (which closed the fence first); then
+/// every shard is released and the member Lease deleted, so that the other replicas take
+/// over at once.
+async fn run_sharded(
+    controller: &HorizontalController,
+    coordinator: Coordinator,
+    workers: usize,
+    readiness: &Readiness,
+    stop_rx: watch::Receiver<bool>,
+) -> Result<Outcome, AppError> {
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    readiness.set_not_ready("caches not synced");
+    controller.start_caches();
+    {
+        let mut stop = std::pin::pin!(stopped(stop_rx.clone()));
+        tokio::select! {
+            synced = controller.wait_for_cache_sync() => synced?,
+            () = &mut stop => {
+                controller.stop();
+                return Ok(Outcome::Stopped);
+            }
+        }
+    }
+    // A replica holding no shard is still ready: it stands by, as a leader-election
+    // candidate does.
+    readiness.set_ready();
+    let handler: Arc<dyn ShardHandler> = Arc::new(controller.clone());
+    let coordination = tokio::spawn(coordinator.run(handler, stopped(stop_rx.clone())));
+    controller.run(workers, stopped(stop_rx)).await?;
+    if tokio::time::timeout(RELEASE_TIMEOUT, coordination)
+        .await
+        .is_err()
+    {
+        tracing::error!(
+            err = "context deadline exceeded",
+            "Failed to release the shard Leases"
+        );
+    }
+    controller.stop();
+    Ok(Outcome::Stopped)
 }
 
 /// Starts the caches, reports ready once they synced, and runs the workers until `stop`

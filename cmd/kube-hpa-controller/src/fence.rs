@@ -12,12 +12,16 @@
 //! request layer after the client-side throttle, the last moment before the request is
 //! handed to the connection. Shutdown closes the fence for good.
 //!
-//! Without leader election the fence is open until shutdown.
+//! Without leader election the fence is open until shutdown. With `--shards`, each shard has
+//! a fence of its own ([`hpa_sharding::ShardFences`], opened by the shard's Lease renewals)
+//! and a write passes only the fence of the shard of the HPA it is made for
+//! ([`hpa_sharding::scope`]); a write made for no HPA or shard is refused.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use hpa_sharding::{ShardFences, ShardRefusal};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{Gauge, IntCounterVec, IntGauge, Opts, Registry};
@@ -41,6 +45,8 @@ struct State {
     closed: AtomicBool,
     /// `kube_hpa_controller_write_fence_refusals_total`, once registered.
     refusals: OnceLock<IntCounterVec>,
+    /// With `--shards`: the fence of each shard.
+    shards: Option<Arc<ShardFences>>,
 }
 
 /// A shared handle on the fence. Cheap to clone.
@@ -55,6 +61,15 @@ impl WriteFence {
     }
 
     fn build(leased: bool, read_only: bool, renew_deadline: Duration) -> Self {
+        Self::build_with(leased, read_only, renew_deadline, None)
+    }
+
+    fn build_with(
+        leased: bool,
+        read_only: bool,
+        renew_deadline: Duration,
+        shards: Option<Arc<ShardFences>>,
+    ) -> Self {
         WriteFence {
             state: Arc::new(State {
                 origin: Instant::now(),
@@ -66,6 +81,7 @@ impl WriteFence {
                 ever_renewed: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 refusals: OnceLock::new(),
+                shards,
             }),
         }
     }
@@ -79,6 +95,17 @@ impl WriteFence {
     /// whatever the lease.
     pub fn read_only() -> Self {
         Self::build(false, true, Duration::ZERO)
+    }
+
+    /// With `--shards`: a write passes only the fence of its shard (`read_only`: shadow mode,
+    /// none passes).
+    pub fn sharded(shards: Arc<ShardFences>, read_only: bool) -> Self {
+        Self::build_with(false, read_only, Duration::ZERO, Some(shards))
+    }
+
+    /// The fences of the shards, with `--shards`.
+    pub fn shard_fences(&self) -> Option<&Arc<ShardFences>> {
+        self.state.shards.as_ref()
     }
 
     /// A fence that opens only for `renew_deadline` after each renewal.
@@ -121,6 +148,21 @@ impl WriteFence {
         if self.is_closed() {
             return Err(FenceError::ShuttingDown);
         }
+        if let Some(fences) = &self.state.shards {
+            let Some(scope) = hpa_sharding::scope::current() else {
+                return Err(FenceError::Unscoped);
+            };
+            let shard = scope.shard(fences.shards());
+            return fences.check(shard).map_err(|r| match r {
+                ShardRefusal::Expired { since, deadline } => {
+                    FenceError::NotLeading(since, deadline)
+                }
+                ShardRefusal::NotHeld | ShardRefusal::OutOfRange => FenceError::ShardNotHeld {
+                    shard,
+                    shards: fences.shards(),
+                },
+            });
+        }
         if !self.state.leased {
             return Ok(());
         }
@@ -150,13 +192,26 @@ impl WriteFence {
                 FenceError::NeverLed => "never_led",
                 FenceError::ShuttingDown => "shutting_down",
                 FenceError::Shadow => "shadow",
+                FenceError::ShardNotHeld { .. } => "shard_not_held",
+                FenceError::Unscoped => "unscoped",
             };
             refusals.with_label_values(&[reason]).inc();
         }
         result
     }
 
-    /// How long writes may still leave (`None`: no limit but shutdown).
+    /// Whether some write may leave now (with `--shards`: the fence of some shard is open).
+    pub fn is_open(&self) -> bool {
+        match &self.state.shards {
+            Some(fences) => {
+                !self.state.read_only && !self.is_closed() && !fences.open_shards().is_empty()
+            }
+            None => self.check().is_ok(),
+        }
+    }
+
+    /// How long writes may still leave (`None`: no limit but shutdown, or `--shards`, whose
+    /// fences each have their own).
     pub fn remaining(&self) -> Option<Duration> {
         if !self.state.leased {
             return None;
@@ -191,7 +246,7 @@ impl FenceMetrics {
         let refusals = IntCounterVec::new(
             Opts::new(
                 "kube_hpa_controller_write_fence_refusals_total",
-                "Writes of the scale, HPA status, event and history clients the write fence refused, by reason (not_leading, never_led, shutting_down, shadow).",
+                "Writes of the scale, HPA status, event and history clients the write fence refused, by reason (not_leading, never_led, shutting_down, shadow; with --shards also shard_not_held, unscoped).",
             ),
             &["reason"],
         )?;
@@ -199,7 +254,7 @@ impl FenceMetrics {
             fence: fence.clone(),
             open: IntGauge::new(
                 "kube_hpa_controller_write_fence_open",
-                "1 while the write fence lets a write leave (this instance leads and renewed its Lease within the renew deadline, or runs without leader election), 0 otherwise.",
+                "1 while the write fence lets a write leave (this instance leads and renewed its Lease within the renew deadline, or runs without leader election; with --shards, it holds some shard within its renew deadline), 0 otherwise.",
             )?,
             remaining: Gauge::new(
                 "kube_hpa_controller_write_fence_remaining_seconds",
@@ -208,7 +263,14 @@ impl FenceMetrics {
             refusals: refusals.clone(),
         };
         // Every reason from the start, at 0, so that a rate is defined before the first refusal.
-        for reason in ["not_leading", "never_led", "shutting_down", "shadow"] {
+        for reason in [
+            "not_leading",
+            "never_led",
+            "shutting_down",
+            "shadow",
+            "shard_not_held",
+            "unscoped",
+        ] {
             refusals.with_label_values(&[reason]);
         }
         registry.register(Box::new(metrics))?;
@@ -226,7 +288,7 @@ impl Collector for FenceMetrics {
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
-        let open = self.fence.check().is_ok();
+        let open = self.fence.is_open();
         self.open.set(i64::from(open));
         let mut out = self.open.collect();
         if let Some(remaining) = self.fence.remaining() {
@@ -292,6 +354,65 @@ mod tests {
                 "{reason}: {t}"
             );
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sharded_fence_lets_a_write_pass_only_for_a_shard_held() {
+        let fences = Arc::new(ShardFences::new(4, Duration::from_secs(10)));
+        let f = WriteFence::sharded(fences.clone(), false);
+        assert!(!f.is_open());
+        // No scope: refused, whatever is held.
+        fences.renewed(0, Instant::now());
+        assert_eq!(f.check(), Err(FenceError::Unscoped));
+        assert!(f.is_open());
+        let (held, other) = {
+            let keys: Vec<String> = (0..64).map(|i| format!("ns/hpa-{i}")).collect();
+            let held = keys
+                .iter()
+                .find(|k| hpa_sharding::shard_of(k, 4) == 0)
+                .cloned()
+                .unwrap();
+            let other = keys
+                .iter()
+                .find(|k| hpa_sharding::shard_of(k, 4) == 2)
+                .cloned()
+                .unwrap();
+            (held, other)
+        };
+        let check = |key: String| {
+            let f = f.clone();
+            async move { hpa_sharding::scope::for_hpa(&key, async { f.check_write() }).await }
+        };
+        assert_eq!(check(held.clone()).await, Ok(()));
+        assert_eq!(
+            check(other.clone()).await,
+            Err(FenceError::ShardNotHeld {
+                shard: 2,
+                shards: 4
+            })
+        );
+        let history = hpa_sharding::scope::with_scope(hpa_sharding::WriteScope::Shard(0), async {
+            f.check()
+        })
+        .await;
+        assert_eq!(history, Ok(()));
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(matches!(
+            check(held.clone()).await,
+            Err(FenceError::NotLeading(..))
+        ));
+        fences.renewed(0, Instant::now());
+        assert_eq!(check(held.clone()).await, Ok(()));
+        fences.close(0);
+        assert!(matches!(
+            check(held.clone()).await,
+            Err(FenceError::ShardNotHeld { .. })
+        ));
+        fences.renewed(0, Instant::now());
+        f.close();
+        assert_eq!(check(held).await, Err(FenceError::ShuttingDown));
+        let shadow = WriteFence::sharded(fences, true);
+        assert_eq!(shadow.check(), Err(FenceError::Shadow));
     }
 
     #[tokio::test(start_paused = true)]

@@ -19,6 +19,7 @@ const ROOTS: &[&str] = &[
     "crates/decision/src",
     "crates/quantity/src",
     "crates/history/src",
+    "crates/sharding/src",
     "cmd/kube-hpa-controller/src",
 ];
 

@@ -376,6 +376,24 @@ pub struct HistoryFlags {
     pub persist_hpa_history: bool,
 }
 
+/// `Sharding flags` (no KCM counterpart): several active replicas, each reconciling a share
+/// of the HPAs.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Sharding flags (not in kube-controller-manager)")]
+pub struct ShardFlags {
+    /// Split the HPAs into this many shards by a hash of namespace/name, each with its own Lease (LEASE-shard-0 ... beside the leader-election Lease LEASE), so that several replicas reconcile at once: each holds the shards whose Lease it wins, at most ceil(shards/replicas) while another replica holds fewer, and writes for an HPA only while it holds its shard. 1 is kube-controller-manager's single leader. Needs --leader-elect; every replica must run with the same value (a replica takes no shard while another runs with a different one).
+    #[arg(
+        verbatim_doc_comment,
+        long = "shards",
+        value_name = "int",
+        default_value_t = 1
+    )]
+    pub shards: u32,
+}
+
+/// The most shards `--shards` accepts.
+pub const MAX_SHARDS: u32 = 1024;
+
 /// Every flag of `kube-hpa-controller`.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -419,6 +437,9 @@ pub struct Options {
     /// The persisted history.
     #[command(flatten)]
     pub history: HistoryFlags,
+    /// Active-active shards.
+    #[command(flatten)]
+    pub sharding: ShardFlags,
 }
 
 /// Why parsing stopped: a request for help or the version (exit 0), or bad flags (exit 2).
@@ -574,6 +595,17 @@ impl Options {
                 }
             }
             Ok(None) => {}
+        }
+        let shards = self.sharding.shards;
+        if !(1..=MAX_SHARDS).contains(&shards) {
+            errs.push(format!(
+                "--shards: must be between 1 and {MAX_SHARDS}, got {shards}"
+            ));
+        } else if shards > 1 && !le.leader_elect {
+            errs.push(
+                "--shards: more than one shard needs --leader-elect=true (each shard is a Lease)"
+                    .to_string(),
+            );
         }
         if self.cost.metrics_batch_window.as_nanos() < 0 {
             errs.push(format!(

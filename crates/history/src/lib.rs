@@ -12,6 +12,6 @@ pub mod persister;
 pub mod snapshot;
 pub mod store;
 
-pub use persister::History;
+pub use persister::{History, HistoryMetrics};
 pub use snapshot::{HpaHistory, horizon};
 pub use store::ConfigMapStore;

@@ -56,15 +56,17 @@ impl Bucket {
     }
 }
 
-/// The persister's Prometheus series.
+/// The persister's Prometheus series (shared by the histories of every shard).
 #[derive(Debug, Clone)]
-struct HistoryMetrics {
+pub struct HistoryMetrics {
     writes: IntCounterVec,
     restored: IntGauge,
 }
 
 impl HistoryMetrics {
-    fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+    /// Registers `kube_hpa_controller_history_writes_total{result}` and
+    /// `kube_hpa_controller_history_restored_hpas`.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
         let writes = IntCounterVec::new(
             Opts::new(
                 "kube_hpa_controller_history_writes_total",
@@ -74,7 +76,7 @@ impl HistoryMetrics {
         )?;
         let restored = IntGauge::new(
             "kube_hpa_controller_history_restored_hpas",
-            "HPAs whose stabilization and policy history this instance restored when it started leading.",
+            "HPAs whose stabilization and policy history this instance restored when it started leading (with --shards: over every shard it took).",
         )?;
         registry.register(Box::new(writes.clone()))?;
         registry.register(Box::new(restored.clone()))?;
@@ -103,13 +105,22 @@ fn lock(m: &Mutex<Bucket>) -> MutexGuard<'_, Bucket> {
 impl History {
     /// The history kept in `store`'s ConfigMaps; its series registered in `registry`.
     pub fn new(store: ConfigMapStore, registry: &Registry) -> Result<Self, prometheus::Error> {
-        Ok(Self {
+        Ok(Self::with_metrics(
+            store,
+            HistoryMetrics::register(registry)?,
+        ))
+    }
+
+    /// The history kept in `store`'s ConfigMaps, counted in `metrics` (one shard's, with
+    /// `--shards`).
+    pub fn with_metrics(store: ConfigMapStore, metrics: HistoryMetrics) -> Self {
+        Self {
             store,
             buckets: (0..BUCKETS).map(|_| Mutex::new(Bucket::new())).collect(),
             urgent: Notify::new(),
-            metrics: HistoryMetrics::register(registry)?,
+            metrics,
             fenced: None,
-        })
+        }
     }
 
     /// Tells a write the fence refused from a failed one: it is counted as `fenced` and
@@ -157,10 +168,11 @@ impl History {
         }
         self.metrics
             .restored
-            .set(i64::try_from(restored.len()).unwrap_or(i64::MAX));
+            .add(i64::try_from(restored.len()).unwrap_or(i64::MAX));
         tracing::info!(
             hpas = restored.len(),
             namespace = self.store.namespace(),
+            of = self.store.lease_name(),
             "restored the HPAs' stabilization and policy history"
         );
         restored

@@ -1,6 +1,7 @@
 //! The ConfigMaps that hold the histories: `NAME-history-0` … `NAME-history-15` in the
-//! leader-election Lease's namespace (`NAME` is the Lease's name), each holding the HPAs whose
-//! key hashes to it, as JSON in its `history` key ([`crate::snapshot`]).
+//! leader-election Lease's namespace (`NAME` is the Lease's name; with `--shards`, each
+//! shard's Lease `NAME-shard-I` has its own sixteen), each holding the HPAs whose key hashes
+//! to it, as JSON in its `history` key ([`crate::snapshot`]).
 //!
 //! No upstream counterpart (upstream keeps the history in memory only). Why ConfigMaps: they
 //! are in every cluster, need no CRD, are readable with `kubectl`, and one write replaces a
@@ -31,11 +32,7 @@ pub const MAX_BUCKET_BYTES: usize = 900 * 1024;
 /// The bucket of an HPA key: FNV-1a (64-bit) of the key's bytes, modulo [`BUCKETS`]. Fixed,
 /// so that every version of this controller finds an HPA in the same bucket.
 pub fn bucket_of(key: &str) -> u32 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.as_bytes() {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = hpa_sharding::fnv1a64(key.as_bytes());
     // The remainder is below BUCKETS.
     u32::try_from(hash % u64::from(BUCKETS)).unwrap_or(0)
 }
@@ -125,6 +122,11 @@ impl ConfigMapStore {
     /// The namespace of the ConfigMaps.
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// The Lease whose history this is (`NAME`, or `NAME-shard-I` with `--shards`).
+    pub fn lease_name(&self) -> &str {
+        &self.lease_name
     }
 
     fn api_error(&self, verb: &'static str, bucket: u32, source: kube::Error) -> StoreError {

@@ -312,7 +312,6 @@ impl Caches {
     }
 
     /// Every cached HPA.
-    #[cfg(test)]
     pub fn hpas(&self) -> Vec<Arc<HorizontalPodAutoscaler>> {
         self.hpas.state()
     }

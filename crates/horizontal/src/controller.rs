@@ -354,10 +354,15 @@ impl ControllerState {
     /// the `Nothing` selector.
     fn enqueue(&self, hpa: &HorizontalPodAutoscaler, now: bool) {
         let key = object_key(hpa);
-        if now {
-            self.queue.add(key);
-        } else {
-            self.add_at_sync_period(key, Some(hpa));
+        // With --shards, only the HPAs of the shards this replica owns (a shard taken later
+        // queues its HPAs then).
+        let owned = self.reconciler.sharded.get().is_none_or(|s| s.owns(&key));
+        if owned {
+            if now {
+                self.queue.add(key);
+            } else {
+                self.add_at_sync_period(key, Some(hpa));
+            }
         }
         let hpa_key = HpaKey::new(
             hpa.metadata.namespace.clone().unwrap_or_default(),
@@ -485,6 +490,7 @@ impl HorizontalController {
             explain_metrics,
             scale_reads,
             history: std::sync::OnceLock::new(),
+            sharded: std::sync::OnceLock::new(),
         };
         let inner = ControllerState {
             reconciler,
@@ -695,7 +701,17 @@ impl HorizontalController {
             move |key: String| {
                 let inner = inner.clone();
                 async move {
-                    let (deleted, result) = inner.reconciler.reconcile_key(&key).await;
+                    // With --shards, a key of a shard given up since it was queued is dropped.
+                    if let Some(sharded) = inner.reconciler.sharded.get()
+                        && !sharded.owns(&key)
+                    {
+                        return Ok(());
+                    }
+                    // Every write of the reconcile is for this HPA (the write fence per shard
+                    // reads it).
+                    let (deleted, result) =
+                        hpa_sharding::scope::for_hpa(&key, inner.reconciler.reconcile_key(&key))
+                            .await;
                     if !deleted {
                         // The post-process re-add (covers a resync add during processing),
                         // at the HPA's own sync period if it has one.
@@ -715,6 +731,7 @@ impl HorizontalController {
         if let Some(task) = history_task {
             task.abort();
         }
+        self.stop_shards();
         // `defer a.eventBroadcaster.Shutdown()`: events still queued are tried once more,
         // a write being retried is given up on.
         self.inner.reconciler.recorder.shutdown();

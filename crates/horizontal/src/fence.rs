@@ -26,6 +26,18 @@ pub enum FenceError {
     /// Shadow mode: this instance writes nothing.
     #[error("write refused: this instance runs in shadow mode (--shadow) and writes nothing")]
     Shadow,
+    /// With `--shards`: this replica does not hold the Lease of the write's shard.
+    #[error("write refused: this replica does not hold shard {shard} of {shards}")]
+    ShardNotHeld {
+        /// The write's shard.
+        shard: u32,
+        /// `--shards`.
+        shards: u32,
+    },
+    /// With `--shards`: the write was made outside any HPA or shard, so no shard's Lease
+    /// covers it.
+    #[error("write refused: with --shards, a write must be made for an HPA or a shard")]
+    Unscoped,
 }
 
 /// Whether `err`, or an error it wraps, is a [`FenceError`].

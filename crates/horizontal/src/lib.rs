@@ -36,6 +36,7 @@ pub use reconcile::{MetricComputer, ReconcileError};
 pub use recorder::{CorrelatorSizes, EmittedEvent, Recorder};
 pub use scale_client::{KubeScaleClient, ScaleClient, ScaleError};
 pub use shadow::{ShadowRecord, ShadowResult, ShadowStore};
+pub use shards::HistoryFactory;
 pub use trace::{
     DecisionTrace, TRACE_VERSION, TRACES_PER_HPA, TraceStore, WHY_IGNORED, WHY_UNREADY,
 };
@@ -56,4 +57,5 @@ mod scale_client;
 mod scale_projection;
 mod selectors;
 pub mod shadow;
+mod shards;
 pub mod trace;

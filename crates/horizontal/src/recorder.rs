@@ -543,9 +543,21 @@ async fn write_with_retries(
     let Some(mut write) = correlated else {
         return;
     };
+    // The write is on behalf of the HPA the event is about (the write fence per shard reads
+    // it).
+    let hpa = format!(
+        "{}/{}",
+        write
+            .event
+            .involved_object
+            .namespace
+            .as_deref()
+            .unwrap_or(""),
+        write.event.involved_object.name.as_deref().unwrap_or("")
+    );
     let mut tries = 0;
     loop {
-        if record_event(shared, sink, &mut write).await {
+        if hpa_sharding::scope::for_hpa(&hpa, record_event(shared, sink, &mut write)).await {
             return;
         }
         tries += 1;

@@ -96,6 +96,8 @@ pub(crate) struct Reconciler {
     /// Where the recommendations and scale events are persisted for the next leader
     /// (`--persist-hpa-history`), once set.
     pub(crate) history: std::sync::OnceLock<Arc<hpa_history::History>>,
+    /// With `--shards`: the shards this replica owns and their histories, once set.
+    pub(crate) sharded: std::sync::OnceLock<Arc<crate::shards::Sharded>>,
 }
 
 impl Reconciler {
@@ -115,7 +117,7 @@ impl Reconciler {
             self.explain_metrics.forget_hpa(key);
             self.monitor.forget_hpa(namespace, name);
             self.status_writer.forget(key);
-            if let Some(history) = self.history.get() {
+            if let Some(history) = self.history_of(key) {
                 history.forget(key);
             }
             return (true, Ok(()));
@@ -128,10 +130,19 @@ impl Reconciler {
         (false, result)
     }
 
+    /// Where `key`'s history is persisted: the process's, or (with `--shards`) its shard's
+    /// while this replica owns it.
+    fn history_of(&self, key: &str) -> Option<Arc<hpa_history::History>> {
+        match self.sharded.get() {
+            Some(sharded) => sharded.history(key),
+            None => self.history.get().cloned(),
+        }
+    }
+
     /// Hands what later decisions can still read of `key`'s history to the persister
     /// (nothing in shadow mode, which writes nothing).
     fn note_history(&self, key: &str, hpa: &HorizontalPodAutoscaler) {
-        let Some(history) = self.history.get() else {
+        let Some(history) = self.history_of(key) else {
             return;
         };
         if self.config.shadow {

@@ -1,0 +1,411 @@
+//! Issue 26, item 2, on the fixture server: three replicas with `--shards=6` share 3,000
+//! HPAs; one is killed. Measured from the server's own logs (its request log and write log,
+//! which record each request's bearer token: each replica has its own): every HPA is
+//! reconciled each sync period before the kill and again within two lease durations after
+//! it, and no HPA is written by two replicas within one sync period.
+//!
+//! A reconcile shows as a GET of the target's `scale` (the replicas run with
+//! `--scale-target-cache=false`); a load wave moves every metric, so that reconciles write
+//! statuses and scales.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+#[path = "../../../hack/tests/sibling_binary.rs"]
+mod sibling_binary;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hpa_fixtures::{GenerateConfig, Store, Wave, generate};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, ListParams};
+
+const HPAS: usize = 3_000;
+const SHARDS: u32 = 6;
+const PERIOD: Duration = Duration::from_secs(10);
+const LEASE: Duration = Duration::from_secs(15);
+
+struct Replica {
+    child: Child,
+    port: u16,
+    user: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+fn start_replica(dir: &Path, url: &str, user: &str, port: u16) -> Replica {
+    let kubeconfig = dir.join(format!("{user}.kubeconfig"));
+    std::fs::write(
+        &kubeconfig,
+        hpa_fixtures::server::kubeconfig_yaml(url)
+            .replace("user: {}", &format!("user: {{token: {user}}}")),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.join(format!("{user}.log"))).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_kube-hpa-controller"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "--bind-address=127.0.0.1",
+            &format!("--secure-port={port}"),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/*",
+            "--leader-elect-resource-namespace=default",
+            &format!("--shards={SHARDS}"),
+            "--leader-elect-lease-duration=15s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-retry-period=2s",
+            "--horizontal-pod-autoscaler-sync-period=10s",
+            "--scale-target-cache=false",
+            "--kube-api-qps=2000",
+            "--kube-api-burst=4000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Replica {
+        child,
+        port,
+        user: user.to_string(),
+    }
+}
+
+/// Shard → holder, and holder → the port in its member Lease's address.
+async fn leases(client: &kube::Client) -> (BTreeMap<u32, String>, BTreeMap<String, u16>) {
+    let list = Api::<Lease>::namespaced(client.clone(), "default")
+        .list(&ListParams::default().labels("kube-hpa-controller.io/shard-group"))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let mut shards = BTreeMap::new();
+    let mut ports = BTreeMap::new();
+    for l in list {
+        let name = l.metadata.name.clone().unwrap_or_default();
+        let holder = l
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.clone())
+            .unwrap_or_default();
+        if holder.is_empty() {
+            continue;
+        }
+        if let Some(i) = name.strip_prefix("kube-hpa-controller-shard-") {
+            shards.insert(i.parse().unwrap(), holder);
+        } else if let Some(port) = l
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("kube-hpa-controller.io/address"))
+            .and_then(|a| a.rsplit(':').next())
+            .and_then(|p| p.parse().ok())
+        {
+            ports.insert(holder, port);
+        }
+    }
+    (shards, ports)
+}
+
+fn held_by(shards: &BTreeMap<u32, String>) -> BTreeMap<String, BTreeSet<u32>> {
+    let mut by: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for (s, h) in shards {
+        by.entry(h.clone()).or_default().insert(*s);
+    }
+    by
+}
+
+/// The longest time without a reconcile of one HPA within `[from, to]`, counting from
+/// `from` to the first and from the last to `to`.
+fn longest_gap(times: &[Instant], from: Instant, to: Instant) -> Duration {
+    let mut last = from;
+    let mut worst = Duration::ZERO;
+    for t in times.iter().filter(|t| **t >= from && **t <= to) {
+        worst = worst.max(t.duration_since(last));
+        last = *t;
+    }
+    worst.max(to.duration_since(last))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_share_the_hpas_and_take_over_a_lost_ones_shards() {
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let value = generate(&GenerateConfig {
+        name: "shards".into(),
+        hpas: HPAS,
+        namespaces: 30,
+        pods_per_hpa: 2,
+        seed: 26,
+        start: Timestamp::now(),
+        wave: Some(Wave {
+            steps: 60,
+            interval: SignedDuration::from_secs(2),
+            amplitude: 0.5,
+        }),
+        ..GenerateConfig::default()
+    })
+    .unwrap();
+    let scenario =
+        hpa_fixtures::scenario::load_str(&serde_json::to_string(&value).unwrap(), "shards.json")
+            .unwrap();
+    let (store_tx, store_rx) = tokio::sync::oneshot::channel::<(Store, String)>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let kubeconfig = dir.join("server.kubeconfig");
+    let server = tokio::spawn({
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            hpa_fixtures::serve::serve_with(
+                scenario,
+                "127.0.0.1:0".parse().unwrap(),
+                &kubeconfig,
+                async {
+                    let _ = stop_rx.await;
+                },
+                |s| {
+                    s.store().counters().enable_log();
+                    let _ = store_tx.send((s.store().clone(), s.url()));
+                },
+            )
+            .await
+        }
+    });
+    let (store, url) = store_rx.await.unwrap();
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+
+    let ports = free_ports(3);
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|i| start_replica(&dir, &url, &format!("replica-{i}"), ports[i]))
+        .collect();
+
+    // Balanced: every shard held, two by each replica.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (holders, identity_ports) = loop {
+        for r in &mut replicas {
+            assert!(r.child.try_wait().unwrap().is_none(), "{} exited", r.user);
+        }
+        let (shards, ports) = leases(&client).await;
+        let by = held_by(&shards);
+        if shards.len() == SHARDS as usize && by.len() == 3 && by.values().all(|s| s.len() == 2) {
+            break (shards, ports);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not balanced within 60 s: {by:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let balanced = Instant::now();
+    let balanced_mark = store.writes().len();
+
+    // A period to let each replica queue and reconcile its HPAs, then one more as the
+    // baseline.
+    tokio::time::sleep(PERIOD * 2 + Duration::from_secs(2)).await;
+
+    // `hpactl explain --lease` finds the replica that owns an HPA and reads its decision.
+    let hpactl =
+        sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_kube-hpa-controller"), "hpactl");
+    let key = "ns-001/app-00001";
+    let shard = hpa_sharding::shard_of(key, SHARDS);
+    let owner_port = identity_ports[&holders[&shard]];
+    let explained = tokio::task::spawn_blocking({
+        let kubeconfig = kubeconfig.clone();
+        move || {
+            Command::new(hpactl)
+                .args(["explain", key, "--lease", "default/kube-hpa-controller"])
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .arg("--insecure-skip-tls-verify")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&explained.stdout);
+    let stderr = String::from_utf8_lossy(&explained.stderr);
+    assert!(explained.status.success(), "hpactl explain: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{key} is shard {shard} of {SHARDS}, held by {} at https://127.0.0.1:{owner_port}",
+            holders[&shard]
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("HPA {key}: decision at ")),
+        "{stdout}"
+    );
+
+    // Kill the replica on the first port.
+    let victim = replicas.remove(0);
+    let victim_identity = identity_ports
+        .iter()
+        .find(|(_, p)| **p == victim.port)
+        .map(|(id, _)| id.clone())
+        .expect("the victim's member Lease names its port");
+    let victim_shards: BTreeSet<u32> = holders
+        .iter()
+        .filter(|(_, h)| **h == victim_identity)
+        .map(|(s, _)| *s)
+        .collect();
+    let victim_user = victim.user.clone();
+    // SIGKILL, and reaped: nothing it sent is still on its way after this moment but what the
+    // server had not read yet.
+    drop(victim);
+    let killed = Instant::now();
+    let killed_mark = store.writes().len();
+
+    // Its shards are taken.
+    let deadline = killed + LEASE * 2;
+    loop {
+        let (shards, _) = leases(&client).await;
+        if victim_shards
+            .iter()
+            .all(|s| shards.get(s).is_some_and(|h| *h != victim_identity))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the lost replica's shards not taken within 2 lease durations: {shards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let taken = killed.elapsed();
+    let end = killed + LEASE * 2 + PERIOD * 2;
+    tokio::time::sleep(end.saturating_duration_since(Instant::now())).await;
+    let end = Instant::now();
+    for r in &mut replicas {
+        assert!(r.child.try_wait().unwrap().is_none(), "{} exited", r.user);
+    }
+    drop(replicas);
+    let _ = stop_tx.send(());
+    let _ = server.await;
+
+    // Reconciles by HPA, from the scale GETs (target name = HPA name).
+    let mut reconciles: BTreeMap<String, Vec<Instant>> = BTreeMap::new();
+    let mut by_user_after_kill: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in store.counters().log() {
+        if r.key.verb != "get" || r.key.resource != "deployments/scale" {
+            continue;
+        }
+        let key = format!(
+            "{}/{}",
+            r.namespace.unwrap_or_default(),
+            r.name.unwrap_or_default()
+        );
+        if r.at > killed + Duration::from_millis(200) {
+            by_user_after_kill
+                .entry(r.user.clone().unwrap_or_default())
+                .or_default()
+                .insert(key.clone());
+        }
+        reconciles.entry(key).or_default().push(r.at);
+    }
+    assert_eq!(reconciles.len(), HPAS, "every HPA reconciled at some point");
+    assert!(
+        !by_user_after_kill.contains_key(&victim_user),
+        "the killed replica made no request after the kill"
+    );
+    let slack = PERIOD / 2;
+    let before = (balanced + PERIOD + Duration::from_secs(2), killed);
+    let after = (killed + LEASE * 2, end);
+    let mut worst_before = Duration::ZERO;
+    let mut worst_after = Duration::ZERO;
+    let mut worst_first = Duration::ZERO;
+    for (key, times) in &reconciles {
+        worst_before = worst_before.max(longest_gap(times, before.0, before.1));
+        worst_after = worst_after.max(longest_gap(times, after.0, after.1));
+        if victim_shards.contains(&hpa_sharding::shard_of(key, SHARDS)) {
+            let first = times
+                .iter()
+                .find(|t| **t > killed)
+                .map_or(Duration::MAX, |t| t.duration_since(killed));
+            worst_first = worst_first.max(first);
+        }
+    }
+    eprintln!(
+        "shards taken {taken:?} after the kill; longest gap before {worst_before:?}, after {worst_after:?}; first reconcile of the lost shards' HPAs at most {worst_first:?} after the kill"
+    );
+    assert!(
+        worst_before <= PERIOD + slack,
+        "before the kill an HPA went {worst_before:?} without a reconcile"
+    );
+    assert!(
+        worst_first <= LEASE * 2,
+        "an HPA of the lost replica was first reconciled {worst_first:?} after the kill"
+    );
+    assert!(
+        worst_after <= PERIOD + slack,
+        "after two lease durations an HPA went {worst_after:?} without a reconcile"
+    );
+
+    // Writes by HPA since the replicas were balanced: scale and status writes.
+    let writes = store.writes_since(balanced_mark);
+    let mut per_hpa: BTreeMap<String, Vec<(Timestamp, String, usize)>> = BTreeMap::new();
+    for w in &writes {
+        let for_hpa = (w.resource == "deployments" && w.subresource.as_deref() == Some("scale"))
+            || (w.resource == "horizontalpodautoscalers"
+                && w.subresource.as_deref() == Some("status"));
+        if !for_hpa {
+            continue;
+        }
+        let key = format!("{}/{}", w.namespace.clone().unwrap_or_default(), w.name);
+        per_hpa
+            .entry(key)
+            .or_default()
+            .push((w.time, w.user.clone().unwrap_or_default(), w.seq));
+    }
+    let mut handed_over = 0;
+    for (key, ws) in &per_hpa {
+        for pair in ws.windows(2) {
+            let ((t1, u1, _), (t2, u2, _)) = (&pair[0], &pair[1]);
+            if u1 != u2 {
+                let gap = t2.duration_since(*t1);
+                assert!(
+                    gap >= SignedDuration::try_from(PERIOD).unwrap(),
+                    "{key} written by {u1} then by {u2} {gap:?} later, within one sync period"
+                );
+            }
+        }
+        let by_victim = ws
+            .iter()
+            .any(|(_, u, seq)| *u == victim_user && *seq < killed_mark);
+        let by_other_after = ws
+            .iter()
+            .any(|(_, u, seq)| *u != victim_user && *seq >= killed_mark);
+        if by_victim && by_other_after {
+            handed_over += 1;
+        }
+    }
+    eprintln!(
+        "{} writes for {} HPAs since balanced; {handed_over} HPAs written by the killed replica, then by another",
+        writes.len(),
+        per_hpa.len()
+    );
+    assert!(
+        handed_over >= HPAS / 10,
+        "only {handed_over} HPAs were written by the killed replica and then by another: the check above saw too few handovers"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
