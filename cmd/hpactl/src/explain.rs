@@ -260,7 +260,7 @@ fn owner_in(
     key: &str,
 ) -> Option<Owner> {
     use hpa_sharding::coordinator::{
-        ADDRESS_ANNOTATION, ROLE_LABEL, SHARDS_ANNOTATION, shard_lease_name,
+        ADDRESS_ANNOTATION, ROLE_LABEL, SHARD_BY_ANNOTATION, SHARDS_ANNOTATION, shard_lease_name,
     };
     let role = |l: &k8s_openapi::api::coordination::v1::Lease| {
         l.metadata
@@ -287,7 +287,14 @@ fn owner_in(
                 .ok()
         })
         .max()?;
-    let shard = hpa_sharding::shard_of(key, shards);
+    let by = leases
+        .iter()
+        .filter(|l| role(l).as_deref() == Some("shard") && holder(l).is_some())
+        .find_map(|l| l.metadata.annotations.as_ref()?.get(SHARD_BY_ANNOTATION))
+        .map_or(Some(hpa_sharding::ShardBy::Hpa), |v| {
+            hpa_sharding::ShardBy::parse(v)
+        })?;
+    let shard = by.shard(key, shards);
     let wanted = shard_lease_name(name, shard);
     let identity = leases
         .iter()
@@ -668,6 +675,19 @@ mod tests {
         assert_eq!(owner_in(&unheld, "khc", &key), None);
         assert_eq!(owner_in(&leases[..3], "khc", &key), None);
         assert_eq!(owner_in(&[], "khc", &key), None);
+        // Sharded by namespace: the shard of the namespace.
+        let mut by_ns = leases.clone();
+        for l in &mut by_ns {
+            l.metadata.annotations.as_mut().unwrap().insert(
+                "kube-hpa-controller.io/shard-by".to_string(),
+                "namespace".to_string(),
+            );
+        }
+        let shard = hpa_sharding::shard_of("ns", 2);
+        assert_eq!(
+            owner_in(&by_ns, "khc", &key).map(|o| (o.shard, o.identity)),
+            Some((shard, ["a", "b"][shard as usize].to_string()))
+        );
     }
 
     #[test]

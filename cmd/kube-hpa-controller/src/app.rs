@@ -28,7 +28,9 @@ use hpa_horizontal::{
     resolve_version,
 };
 use hpa_metrics::{AvailableApis, DeferredRestMapper, RestMetricsClient};
-use hpa_sharding::{Coordinator, CoordinatorConfig, ShardFences, ShardHandler, ShardMetrics};
+use hpa_sharding::{
+    Coordinator, CoordinatorConfig, ShardBy, ShardFences, ShardHandler, ShardMetrics,
+};
 use hpa_workqueue::{Stability, WorkqueueMetrics};
 use prometheus::Registry;
 use tokio::sync::watch;
@@ -192,14 +194,15 @@ pub async fn run(
     let rest_metrics = RestClientMetrics::new(&registry)?;
     let le = options.leader_election.clone();
     // --shards: one fence per shard, opened by that shard's Lease.
+    let shard_by = ShardBy::parse(&options.sharding.shard_by).unwrap_or_default();
     let shard_fences = (options.sharding.shards > 1
         && le.leader_elect
         && options.hpa_controller_enabled())
     .then(|| {
-        Arc::new(ShardFences::new(
-            options.sharding.shards,
-            std_duration(le.renew_deadline),
-        ))
+        Arc::new(
+            ShardFences::new(options.sharding.shards, std_duration(le.renew_deadline))
+                .sharded_by(shard_by),
+        )
     });
     let fence = if let Some(fences) = &shard_fences {
         WriteFence::sharded(fences.clone(), options.shadow.shadow)
@@ -327,7 +330,7 @@ pub async fn run(
         } else {
             None
         };
-        controller.set_shards(options.sharding.shards, history);
+        controller.set_shards(options.sharding.shards, shard_by, history);
         debug.set(&controller);
         let workers = usize::try_from(options.hpa.concurrent_syncs).unwrap_or(1);
         let coordinator = Coordinator::new(
@@ -337,6 +340,7 @@ pub async fn run(
                 name: lease_name,
                 identity: new_identity(),
                 shards: options.sharding.shards,
+                by: shard_by,
                 lease_duration: std_duration(le.lease_duration),
                 renew_deadline: std_duration(le.renew_deadline),
                 retry_period: std_duration(le.retry_period),

@@ -152,7 +152,7 @@ impl WriteFence {
             let Some(scope) = hpa_sharding::scope::current() else {
                 return Err(FenceError::Unscoped);
             };
-            let shard = scope.shard(fences.shards());
+            let shard = fences.shard_of(&scope);
             return fences.check(shard).map_err(|r| match r {
                 ShardRefusal::Expired { since, deadline } => {
                     FenceError::NotLeading(since, deadline)

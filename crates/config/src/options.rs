@@ -389,6 +389,9 @@ pub struct ShardFlags {
         default_value_t = 1
     )]
     pub shards: u32,
+    /// With --shards: what an HPA's shard is computed from. hpa (its namespace/name) spreads the HPAs evenly whatever the namespaces; namespace puts all the HPAs of a namespace in one shard, so that with --metrics-batch-window each replica lists the PodMetrics of its own namespaces only (as even as the namespaces are). Every replica must run with the same value.
+    #[arg(verbatim_doc_comment, long = "shard-by", value_name = "hpa|namespace", default_value = "hpa", value_parser = ["hpa", "namespace"])]
+    pub shard_by: String,
 }
 
 /// The most shards `--shards` accepts.

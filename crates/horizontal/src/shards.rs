@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hpa_history::History;
-use hpa_sharding::{WriteScope, shard_of};
+use hpa_sharding::{ShardBy, WriteScope};
 
 use crate::caches::{object_key, split_key};
 use crate::controller::{ControllerState, HorizontalController};
@@ -30,6 +30,7 @@ struct Slot {
 /// Which shards this replica owns, and their histories.
 pub(crate) struct Sharded {
     shards: u32,
+    by: ShardBy,
     owned: Vec<AtomicBool>,
     slots: Vec<Mutex<Slot>>,
     history: Option<HistoryFactory>,
@@ -49,10 +50,11 @@ fn lock(m: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
 }
 
 impl Sharded {
-    pub(crate) fn new(shards: u32, history: Option<HistoryFactory>) -> Self {
+    pub(crate) fn new(shards: u32, by: ShardBy, history: Option<HistoryFactory>) -> Self {
         let shards = shards.max(1);
         Self {
             shards,
+            by,
             owned: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             slots: (0..shards).map(|_| Mutex::new(Slot::default())).collect(),
             history,
@@ -61,7 +63,7 @@ impl Sharded {
 
     /// The shard of `key`.
     pub(crate) fn shard(&self, key: &str) -> u32 {
-        shard_of(key, self.shards)
+        self.by.shard(key, self.shards)
     }
 
     /// Whether this replica reconciles `key` now.
@@ -111,16 +113,16 @@ impl ControllerState {
 }
 
 impl HorizontalController {
-    /// Runs with `--shards=shards`: only the HPAs of the shards given to
+    /// Runs with `--shards=shards` (`--shard-by=by`): only the HPAs of the shards given to
     /// [`HorizontalController::shard_acquired`] are reconciled, each shard's history made by
     /// `history` (none: the history is not persisted). Set once, before
     /// [`HorizontalController::run`].
-    pub fn set_shards(&self, shards: u32, history: Option<HistoryFactory>) {
+    pub fn set_shards(&self, shards: u32, by: ShardBy, history: Option<HistoryFactory>) {
         let _ = self
             .inner
             .reconciler
             .sharded
-            .set(Arc::new(Sharded::new(shards, history)));
+            .set(Arc::new(Sharded::new(shards, by, history)));
     }
 
     /// The shards this replica reconciles now (empty without `--shards`).

@@ -24,7 +24,7 @@ use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 use tokio::time::Instant;
 
 use crate::fence::ShardFences;
-use crate::hash::fnv1a64;
+use crate::hash::{ShardBy, fnv1a64};
 use crate::observe::Observer;
 use crate::plan::{Member, PlanInput, Standby, plan};
 
@@ -34,6 +34,9 @@ pub const GROUP_LABEL: &str = "kube-hpa-controller.io/shard-group";
 pub const ROLE_LABEL: &str = "kube-hpa-controller.io/shard-role";
 /// The annotation holding the shard count a Lease was written with.
 pub const SHARDS_ANNOTATION: &str = "kube-hpa-controller.io/shards";
+/// The annotation holding the shard key (`--shard-by`) a Lease was written with (absent:
+/// `hpa`).
+pub const SHARD_BY_ANNOTATION: &str = "kube-hpa-controller.io/shard-by";
 /// The member Lease's annotation holding the replica's secure serving address.
 pub const ADDRESS_ANNOTATION: &str = "kube-hpa-controller.io/address";
 
@@ -59,6 +62,8 @@ pub struct CoordinatorConfig {
     pub identity: String,
     /// `--shards`.
     pub shards: u32,
+    /// `--shard-by`.
+    pub by: ShardBy,
     /// `--leader-elect-lease-duration`.
     pub lease_duration: Duration,
     /// `--leader-elect-renew-deadline`.
@@ -216,6 +221,7 @@ impl Coordinator {
         tracing::info!(
             group = %format!("{}/{}", self.config.namespace, self.config.name),
             shards = self.config.shards,
+            shard_by = self.config.by.as_str(),
             identity = %self.config.identity,
             "taking part in the shard group"
         );
@@ -316,12 +322,19 @@ impl Coordinator {
             .filter_map(|l| {
                 let name = l.metadata.name.as_deref()?;
                 let identity = self.observer.live_holder(name, now)?;
-                let shards = meta_str(l.metadata.annotations.as_ref(), SHARDS_ANNOTATION)
+                let annotations = l.metadata.annotations.as_ref();
+                let shards = meta_str(annotations, SHARDS_ANNOTATION)
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
+                // An unknown key counts as different (nothing is taken while it runs).
+                let by = match meta_str(annotations, SHARD_BY_ANNOTATION) {
+                    None => Some(ShardBy::Hpa),
+                    Some(v) => ShardBy::parse(v),
+                };
                 Some(Member {
                     identity: identity.to_string(),
-                    shards,
+                    shards: if by.is_some() { shards } else { 0 },
+                    by: by.unwrap_or_default(),
                 })
             })
             .collect();
@@ -334,6 +347,7 @@ impl Coordinator {
         let p = plan(&PlanInput {
             me: &self.config.identity,
             shards: self.config.shards,
+            by: self.config.by,
             members: &members,
             holders: &holders,
             held: &self.held,
@@ -349,11 +363,17 @@ impl Coordinator {
                     lease = %format!("{}/{}", self.config.namespace, self.config.name),
                     "the unsharded Lease is held: taking no shard while it is"
                 ),
-                Some(Standby::ShardCount { identity, shards }) => tracing::warn!(
+                Some(Standby::OtherSharding {
+                    identity,
+                    shards,
+                    by,
+                }) => tracing::warn!(
                     replica = %identity,
                     its_shards = shards,
+                    its_shard_by = by.as_str(),
                     shards = self.config.shards,
-                    "a replica runs with another --shards: taking no shard while it does"
+                    shard_by = self.config.by.as_str(),
+                    "a replica runs with another --shards or --shard-by: taking no shard while it does"
                 ),
                 None => {}
             }
@@ -395,10 +415,16 @@ impl Coordinator {
     }
 
     fn new_lease(&self, name: &str, role: &str, spec: LeaseSpec) -> Lease {
-        let mut annotations = BTreeMap::from([(
-            SHARDS_ANNOTATION.to_string(),
-            self.config.shards.to_string(),
-        )]);
+        let mut annotations = BTreeMap::from([
+            (
+                SHARDS_ANNOTATION.to_string(),
+                self.config.shards.to_string(),
+            ),
+            (
+                SHARD_BY_ANNOTATION.to_string(),
+                self.config.by.as_str().to_string(),
+            ),
+        ]);
         if role == "member"
             && let Some(a) = &self.config.address
         {

@@ -14,6 +14,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::hash::ShardBy;
+use crate::scope::WriteScope;
+
 /// Why a write for a shard was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShardRefusal {
@@ -42,15 +45,18 @@ struct Slot {
 /// them, and the clients' request layer, which checks them.
 #[derive(Debug)]
 pub struct ShardFences {
+    by: ShardBy,
     origin: Instant,
     renew_deadline: Duration,
     slots: Vec<Slot>,
 }
 
 impl ShardFences {
-    /// `shards` closed fences, each opening for `renew_deadline` after a renewal.
+    /// `shards` closed fences, each opening for `renew_deadline` after a renewal; HPAs
+    /// sharded by [`ShardBy::Hpa`] (see [`ShardFences::sharded_by`]).
     pub fn new(shards: u32, renew_deadline: Duration) -> Self {
         Self {
+            by: ShardBy::Hpa,
             // One nanosecond before now, so that a renewal sent now is not at 0 (closed).
             origin: Instant::now()
                 .checked_sub(Duration::from_nanos(1))
@@ -63,6 +69,17 @@ impl ShardFences {
                 })
                 .collect(),
         }
+    }
+
+    /// HPAs sharded `by`.
+    pub fn sharded_by(mut self, by: ShardBy) -> Self {
+        self.by = by;
+        self
+    }
+
+    /// The shard a write made in `scope` belongs to.
+    pub fn shard_of(&self, scope: &WriteScope) -> u32 {
+        scope.shard(self.by, self.shards())
     }
 
     /// The number of shards.

@@ -18,6 +18,45 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
+/// What an HPA's shard is computed from (`--shard-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShardBy {
+    /// Its `namespace/name`: the HPAs spread evenly whatever the namespaces.
+    #[default]
+    Hpa,
+    /// Its namespace: all the HPAs of a namespace in one shard, so that a replica's batched
+    /// PodMetrics lists (`--metrics-batch-window`, one per namespace and window) cover only
+    /// its own namespaces; as even as the namespaces are.
+    Namespace,
+}
+
+impl ShardBy {
+    /// The flag's and the Lease annotation's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardBy::Hpa => "hpa",
+            ShardBy::Namespace => "namespace",
+        }
+    }
+
+    /// Reads the word [`ShardBy::as_str`] writes.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "hpa" => Some(ShardBy::Hpa),
+            "namespace" => Some(ShardBy::Namespace),
+            _ => None,
+        }
+    }
+
+    /// The shard of the HPA `key` (`namespace/name`) among `shards`.
+    pub fn shard(self, key: &str, shards: u32) -> u32 {
+        match self {
+            ShardBy::Hpa => shard_of(key, shards),
+            ShardBy::Namespace => shard_of(key.split_once('/').map_or(key, |(ns, _)| ns), shards),
+        }
+    }
+}
+
 /// MurmurHash3's `fmix64`: every input bit reaches every output bit.
 fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
@@ -41,6 +80,22 @@ pub fn shard_of(key: &str, shards: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn by_namespace_every_hpa_of_a_namespace_is_in_one_shard() {
+        for ns in ["a", "kube-system", "ns-001"] {
+            let shard = ShardBy::Namespace.shard(&format!("{ns}/x"), 8);
+            assert_eq!(shard, shard_of(ns, 8));
+            for i in 0..50 {
+                assert_eq!(ShardBy::Namespace.shard(&format!("{ns}/hpa-{i}"), 8), shard);
+            }
+        }
+        assert_eq!(ShardBy::Hpa.shard("a/b", 8), shard_of("a/b", 8));
+        for by in [ShardBy::Hpa, ShardBy::Namespace] {
+            assert_eq!(ShardBy::parse(by.as_str()), Some(by));
+        }
+        assert_eq!(ShardBy::parse("pod"), None);
+    }
 
     #[test]
     fn known_values_never_change() {

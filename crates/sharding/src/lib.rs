@@ -21,5 +21,5 @@ pub mod scope;
 
 pub use coordinator::{Coordinator, CoordinatorConfig, ShardHandler, ShardMetrics};
 pub use fence::{ShardFences, ShardRefusal};
-pub use hash::{fnv1a64, shard_of};
+pub use hash::{ShardBy, fnv1a64, shard_of};
 pub use scope::WriteScope;

@@ -4,15 +4,15 @@
 //! from the live member Leases, releases what it holds above the cap and takes free shards
 //! (no live holder) up to it; so no replica holds more than the cap while another holds
 //! fewer, and a lost replica's shards are taken once their Leases expire. A replica takes
-//! nothing while a live member runs with another shard count (a rolling change of
-//! `--shards`: the two would split the HPAs differently), and gives up everything while the
+//! nothing while a live member runs with another shard count or key (a rolling change of
+//! `--shards` or `--shard-by`: the two would split the HPAs differently), and gives up everything while the
 //! unsharded Lease has a live holder (a replica running without `--shards` does all the
 //! work). Ties between replicas racing for one shard are settled by the Lease's
 //! resourceVersion: one update wins.
 
 use std::collections::BTreeSet;
 
-use crate::hash::fnv1a64;
+use crate::hash::{ShardBy, fnv1a64};
 
 /// A replica seen alive through its member Lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub struct Member {
     pub identity: String,
     /// The `--shards` it runs with.
     pub shards: u32,
+    /// The `--shard-by` it runs with.
+    pub by: ShardBy,
 }
 
 /// What one replica knows when it plans.
@@ -30,6 +32,8 @@ pub struct PlanInput<'a> {
     pub me: &'a str,
     /// `--shards`.
     pub shards: u32,
+    /// `--shard-by`.
+    pub by: ShardBy,
     /// The live members (this replica is counted whether or not it is among them).
     pub members: &'a [Member],
     /// The live holder of each shard's Lease, by shard (`None`: free, released or expired).
@@ -45,12 +49,14 @@ pub struct PlanInput<'a> {
 pub enum Standby {
     /// The unsharded Lease is held: its holder reconciles every HPA.
     SingleLeader(String),
-    /// A live replica runs with another shard count.
-    ShardCount {
+    /// A live replica runs with another shard count or shard key.
+    OtherSharding {
         /// That replica.
         identity: String,
         /// Its shard count.
         shards: u32,
+        /// Its shard key.
+        by: ShardBy,
     },
 }
 
@@ -103,11 +109,12 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     if let Some(m) = input
         .members
         .iter()
-        .find(|m| m.identity != input.me && m.shards != input.shards)
+        .find(|m| m.identity != input.me && (m.shards != input.shards || m.by != input.by))
     {
-        out.standby = Some(Standby::ShardCount {
+        out.standby = Some(Standby::OtherSharding {
             identity: m.identity.clone(),
             shards: m.shards,
+            by: m.by,
         });
         return out;
     }
@@ -142,6 +149,7 @@ mod tests {
         Member {
             identity: id.to_string(),
             shards,
+            by: ShardBy::Hpa,
         }
     }
 
@@ -162,6 +170,7 @@ mod tests {
                 let p = plan(&PlanInput {
                     me: id,
                     shards,
+                    by: ShardBy::Hpa,
                     members: &members,
                     holders: &holders,
                     held: &held,
@@ -239,6 +248,7 @@ mod tests {
         let p = plan(&PlanInput {
             me: "a",
             shards: 4,
+            by: ShardBy::Hpa,
             members: &members,
             holders: &holders,
             held: &held,
@@ -247,14 +257,35 @@ mod tests {
         assert!(p.acquire.is_empty() && p.release.is_empty());
         assert_eq!(
             p.standby,
-            Some(Standby::ShardCount {
+            Some(Standby::OtherSharding {
                 identity: "b".into(),
-                shards: 8
+                shards: 8,
+                by: ShardBy::Hpa,
             })
         );
+        // The same count, another key: as different.
+        let by_ns = [
+            member("a", 4),
+            Member {
+                by: ShardBy::Namespace,
+                ..member("b", 4)
+            },
+        ];
         let p = plan(&PlanInput {
             me: "a",
             shards: 4,
+            by: ShardBy::Hpa,
+            members: &by_ns,
+            holders: &holders,
+            held: &held,
+            single_leader: None,
+        });
+        assert!(p.acquire.is_empty() && p.release.is_empty());
+        assert!(matches!(p.standby, Some(Standby::OtherSharding { .. })));
+        let p = plan(&PlanInput {
+            me: "a",
+            shards: 4,
+            by: ShardBy::Hpa,
             members: &members[..1],
             holders: &holders,
             held: &held,
@@ -272,6 +303,7 @@ mod tests {
         let p = plan(&PlanInput {
             me: "a",
             shards: 3,
+            by: ShardBy::Hpa,
             members: &members,
             holders: &holders,
             held: &BTreeSet::new(),

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::hash::shard_of;
+use crate::hash::ShardBy;
 
 /// On whose behalf a write is made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +21,10 @@ pub enum WriteScope {
 }
 
 impl WriteScope {
-    /// The shard the write belongs to among `shards`.
-    pub fn shard(&self, shards: u32) -> u32 {
+    /// The shard the write belongs to among `shards`, HPAs sharded `by`.
+    pub fn shard(&self, by: ShardBy, shards: u32) -> u32 {
         match self {
-            WriteScope::Hpa(key) => shard_of(key, shards),
+            WriteScope::Hpa(key) => by.shard(key, shards),
             WriteScope::Shard(s) => *s,
         }
     }
@@ -64,10 +64,14 @@ mod tests {
         assert_eq!(seen, Some(WriteScope::Hpa(Arc::from("ns/a"))));
         assert_eq!(current(), None);
         let shard = with_scope(WriteScope::Shard(3), async { current() }).await;
-        assert_eq!(shard.map(|s| s.shard(8)), Some(3));
+        assert_eq!(shard.map(|s| s.shard(ShardBy::Hpa, 8)), Some(3));
         assert_eq!(
-            WriteScope::Hpa(Arc::from("ns/a")).shard(8),
-            shard_of("ns/a", 8)
+            WriteScope::Hpa(Arc::from("ns/a")).shard(ShardBy::Hpa, 8),
+            crate::hash::shard_of("ns/a", 8)
+        );
+        assert_eq!(
+            WriteScope::Hpa(Arc::from("ns/a")).shard(ShardBy::Namespace, 8),
+            crate::hash::shard_of("ns", 8)
         );
     }
 }
