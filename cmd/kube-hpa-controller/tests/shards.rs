@@ -52,6 +52,25 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 fn start_replica(dir: &Path, url: &str, user: &str, port: u16) -> Replica {
+    start_replica_with(
+        dir,
+        url,
+        user,
+        port,
+        &[
+            &format!("--shards={SHARDS}"),
+            "--leader-elect-lease-duration=15s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-retry-period=2s",
+            "--horizontal-pod-autoscaler-sync-period=10s",
+            "--scale-target-cache=false",
+            "--kube-api-qps=2000",
+            "--kube-api-burst=4000",
+        ],
+    )
+}
+
+fn start_replica_with(dir: &Path, url: &str, user: &str, port: u16, flags: &[&str]) -> Replica {
     let kubeconfig = dir.join(format!("{user}.kubeconfig"));
     std::fs::write(
         &kubeconfig,
@@ -68,15 +87,8 @@ fn start_replica(dir: &Path, url: &str, user: &str, port: u16) -> Replica {
             &format!("--secure-port={port}"),
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/*",
             "--leader-elect-resource-namespace=default",
-            &format!("--shards={SHARDS}"),
-            "--leader-elect-lease-duration=15s",
-            "--leader-elect-renew-deadline=10s",
-            "--leader-elect-retry-period=2s",
-            "--horizontal-pod-autoscaler-sync-period=10s",
-            "--scale-target-cache=false",
-            "--kube-api-qps=2000",
-            "--kube-api-burst=4000",
         ])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -407,5 +419,122 @@ async fn three_replicas_share_the_hpas_and_take_over_a_lost_ones_shards() {
         handed_over >= HPAS / 10,
         "only {handed_over} HPAs were written by the killed replica and then by another: the check above saw too few handovers"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Turning sharding on beside a running unsharded leader: the sharded replica takes no shard
+/// while the leader holds the unsharded Lease, nor for a lease duration after the leader
+/// released it (an unsharded standby could still take it); then it takes every shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_replica_waits_for_the_unsharded_leader_to_be_gone() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shards-migrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let value = generate(&GenerateConfig {
+        name: "migrate".into(),
+        hpas: 20,
+        namespaces: 2,
+        pods_per_hpa: 1,
+        start: Timestamp::now(),
+        ..GenerateConfig::default()
+    })
+    .unwrap();
+    let scenario =
+        hpa_fixtures::scenario::load_str(&serde_json::to_string(&value).unwrap(), "migrate.json")
+            .unwrap();
+    let (url_tx, url_rx) = tokio::sync::oneshot::channel::<String>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let kubeconfig = dir.join("server.kubeconfig");
+    let server = tokio::spawn(async move {
+        hpa_fixtures::serve::serve_with(
+            scenario,
+            "127.0.0.1:0".parse().unwrap(),
+            &kubeconfig,
+            async {
+                let _ = stop_rx.await;
+            },
+            |s| {
+                let _ = url_tx.send(s.url());
+            },
+        )
+        .await
+    });
+    let url = url_rx.await.unwrap();
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let leases_api = Api::<Lease>::namespaced(client.clone(), "default");
+    let holder = || async {
+        leases_api
+            .get_opt("kube-hpa-controller")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default()
+    };
+    let timing = [
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=500ms",
+    ];
+    let ports = free_ports(2);
+    let mut unsharded = start_replica_with(&dir, &url, "unsharded", ports[0], &timing);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while holder().await.is_empty() {
+        assert!(
+            unsharded.child.try_wait().unwrap().is_none(),
+            "the unsharded replica exited"
+        );
+        assert!(Instant::now() < deadline, "the unsharded replica never led");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut flags = timing.to_vec();
+    flags.push("--shards=2");
+    let mut sharded = start_replica_with(&dir, &url, "sharded", ports[1], &flags);
+    // While the leader leads: no shard taken.
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        assert!(
+            sharded.child.try_wait().unwrap().is_none(),
+            "the sharded replica exited"
+        );
+        let (shards, _) = leases(&client).await;
+        assert!(
+            shards.is_empty(),
+            "a shard taken while the unsharded leader leads: {shards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The leader stops (and releases its Lease).
+    let _ = Command::new("kill")
+        .args(["-TERM", &unsharded.child.id().to_string()])
+        .status();
+    let _ = unsharded.child.wait();
+    let released = Instant::now();
+    assert!(holder().await.is_empty(), "released on SIGTERM");
+    let taken = loop {
+        let (shards, _) = leases(&client).await;
+        if shards.len() == 2 {
+            break released.elapsed();
+        }
+        assert!(
+            sharded.child.try_wait().unwrap().is_none(),
+            "the sharded replica exited"
+        );
+        assert!(
+            released.elapsed() < Duration::from_secs(30),
+            "no shard taken: {shards:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    eprintln!("shards taken {taken:?} after the unsharded Lease was released");
+    assert!(
+        taken >= Duration::from_secs(4),
+        "shards taken {taken:?} after the release, within a lease duration"
+    );
+    drop(sharded);
+    let _ = stop_tx.send(());
+    let _ = server.await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -294,17 +294,27 @@ impl Coordinator {
                 false
             }
         };
-        let single_leader = match single {
+        // The unsharded Lease: held (stand down), or released or first seen less than a
+        // lease duration ago (take nothing yet: a replica without --shards may still take it).
+        let (single_leader, single_settling) = match single {
             Ok(Some(lease)) => {
                 self.see(&lease, now);
-                self.observer
+                let holder = self
+                    .observer
                     .live_holder(&self.config.name, now)
-                    .map(str::to_string)
+                    .map(str::to_string);
+                let settling = holder.is_none()
+                    && self.observer.changed_within(
+                        &self.config.name,
+                        now,
+                        self.config.lease_duration,
+                    );
+                (holder, settling)
             }
-            Ok(None) => None,
+            Ok(None) => (None, false),
             Err(e) => {
                 tracing::error!(error = %e, "Lease not read");
-                None
+                (None, true)
             }
         };
 
@@ -352,6 +362,7 @@ impl Coordinator {
             holders: &holders,
             held: &self.held,
             single_leader: single_leader.as_deref(),
+            single_settling,
         });
         if let Some(m) = &self.metrics {
             m.replicas.set(i64::from(p.replicas));
@@ -362,6 +373,10 @@ impl Coordinator {
                     holder = %h,
                     lease = %format!("{}/{}", self.config.namespace, self.config.name),
                     "the unsharded Lease is held: taking no shard while it is"
+                ),
+                Some(Standby::SingleSettling) => tracing::info!(
+                    lease = %format!("{}/{}", self.config.namespace, self.config.name),
+                    "the unsharded Lease changed less than a lease duration ago: taking no shard until it has not"
                 ),
                 Some(Standby::OtherSharding {
                     identity,

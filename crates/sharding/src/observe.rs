@@ -70,6 +70,14 @@ impl Observer {
         (!s.holder.is_empty() && now < s.changed_at + s.duration).then_some(s.holder.as_str())
     }
 
+    /// Whether `name` was seen to change less than `within` before `now` (a Lease seen for the
+    /// first time counts as just changed).
+    pub fn changed_within(&self, name: &str, now: Instant, within: Duration) -> bool {
+        self.seen
+            .get(name)
+            .is_some_and(|s| now < s.changed_at + within)
+    }
+
     /// How long ago `name`'s holder stopped holding it (`None`: still held, or never seen).
     pub fn expired_for(&self, name: &str, now: Instant) -> Option<Duration> {
         let s = self.seen.get(name)?;
@@ -103,9 +111,13 @@ mod tests {
         o.observe("l", "2", "a", d, Instant::now());
         assert_eq!(o.live_holder("l", Instant::now()), Some("a"));
         assert_eq!(o.expired_for("l", Instant::now()), None);
-        // Released: free at once.
+        // Released: free at once, and changed just now.
         o.observe("l", "3", "", Duration::from_secs(1), Instant::now());
         assert_eq!(o.live_holder("l", Instant::now()), None);
+        assert!(o.changed_within("l", Instant::now(), d));
+        tokio::time::advance(d).await;
+        assert!(!o.changed_within("l", Instant::now(), d));
+        assert!(!o.changed_within("other", Instant::now(), d));
         o.retain(|n| n != "l");
         assert_eq!(o.expired_for("l", Instant::now()), None);
     }

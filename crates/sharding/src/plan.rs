@@ -5,9 +5,10 @@
 //! (no live holder) up to it; so no replica holds more than the cap while another holds
 //! fewer, and a lost replica's shards are taken once their Leases expire. A replica takes
 //! nothing while a live member runs with another shard count or key (a rolling change of
-//! `--shards` or `--shard-by`: the two would split the HPAs differently), and gives up everything while the
-//! unsharded Lease has a live holder (a replica running without `--shards` does all the
-//! work). Ties between replicas racing for one shard are settled by the Lease's
+//! `--shards` or `--shard-by`: the two would split the HPAs differently), gives up everything
+//! while the unsharded Lease has a live holder (a replica running without `--shards` does all
+//! the work), and takes nothing until the unsharded Lease has stayed unheld and unchanged for a
+//! lease duration (a replica without `--shards` may still take a Lease just released). Ties between replicas racing for one shard are settled by the Lease's
 //! resourceVersion: one update wins.
 
 use std::collections::BTreeSet;
@@ -42,6 +43,9 @@ pub struct PlanInput<'a> {
     pub held: &'a BTreeSet<u32>,
     /// The live holder of the unsharded Lease, if any.
     pub single_leader: Option<&'a str>,
+    /// The unsharded Lease, held by no one, changed less than a lease duration ago (released,
+    /// or first seen): a replica running without `--shards` may still take it.
+    pub single_settling: bool,
 }
 
 /// Why a replica takes no shard.
@@ -49,6 +53,9 @@ pub struct PlanInput<'a> {
 pub enum Standby {
     /// The unsharded Lease is held: its holder reconciles every HPA.
     SingleLeader(String),
+    /// The unsharded Lease was released (or first seen) less than a lease duration ago: a
+    /// replica without `--shards` may still take it.
+    SingleSettling,
     /// A live replica runs with another shard count or shard key.
     OtherSharding {
         /// That replica.
@@ -104,6 +111,10 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     if let Some(holder) = input.single_leader {
         out.standby = Some(Standby::SingleLeader(holder.to_string()));
         out.release = input.held.iter().copied().collect();
+        return out;
+    }
+    if input.single_settling {
+        out.standby = Some(Standby::SingleSettling);
         return out;
     }
     if let Some(m) = input
@@ -175,6 +186,7 @@ mod tests {
                     holders: &holders,
                     held: &held,
                     single_leader: None,
+                    single_settling: false,
                 });
                 for s in p.release {
                     holders[s as usize] = None;
@@ -253,6 +265,7 @@ mod tests {
             holders: &holders,
             held: &held,
             single_leader: None,
+            single_settling: false,
         });
         assert!(p.acquire.is_empty() && p.release.is_empty());
         assert_eq!(
@@ -279,6 +292,7 @@ mod tests {
             holders: &holders,
             held: &held,
             single_leader: None,
+            single_settling: false,
         });
         assert!(p.acquire.is_empty() && p.release.is_empty());
         assert!(matches!(p.standby, Some(Standby::OtherSharding { .. })));
@@ -290,10 +304,24 @@ mod tests {
             holders: &holders,
             held: &held,
             single_leader: Some("kcm-like"),
+            single_settling: false,
         });
         assert_eq!(p.release, vec![0, 1]);
         assert!(p.acquire.is_empty());
         assert_eq!(p.standby, Some(Standby::SingleLeader("kcm-like".into())));
+        // Released a moment ago: nothing taken, nothing given up.
+        let p = plan(&PlanInput {
+            me: "a",
+            shards: 4,
+            by: ShardBy::Hpa,
+            members: &members[..1],
+            holders: &holders,
+            held: &held,
+            single_leader: None,
+            single_settling: true,
+        });
+        assert!(p.acquire.is_empty() && p.release.is_empty());
+        assert_eq!(p.standby, Some(Standby::SingleSettling));
     }
 
     #[test]
@@ -308,6 +336,7 @@ mod tests {
             holders: &holders,
             held: &BTreeSet::new(),
             single_leader: None,
+            single_settling: false,
         });
         assert_eq!(p.cap, 2);
         let mut a = p.acquire.clone();
