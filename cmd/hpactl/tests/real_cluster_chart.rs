@@ -768,10 +768,13 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
         c.load(&s).await.unwrap();
         let binary = sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_hpactl"), "kube-hpa-controller");
         let kubeconfig = format!("--kubeconfig={}", c.controller_kubeconfig().display());
-        let (active_port, shadow_port) = (free_port(), free_port());
+        let (active_port, shadow_port, sharded_port) = (free_port(), free_port(), free_port());
+        // The third, a sharded shadow, exports the shard series (only --shards registers them);
+        // it stands by while the unsharded shadow holds their Lease.
         for (name, port, extra) in [
-            ("controller", active_port, None),
-            ("shadow", shadow_port, Some("--shadow")),
+            ("controller", active_port, vec![]),
+            ("shadow", shadow_port, vec!["--shadow"]),
+            ("sharded", sharded_port, vec!["--shadow", "--shards=2"]),
         ] {
             let mut args = vec![
                 kubeconfig.clone(),
@@ -782,7 +785,7 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
                 "--horizontal-pod-autoscaler-sync-period=2s".into(),
                 "--v=2".into(),
             ];
-            args.extend(extra.map(str::to_owned));
+            args.extend(extra.into_iter().map(str::to_owned));
             process::spawn(c.dir(), name, &binary, &args, &[]).unwrap();
         }
         // Both have decided, the shadow has compared and settled a status of the active one.
@@ -794,6 +797,7 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
             (shadow_port, r#"leader_election_master_status{name="kube-hpa-controller-shadow"} 1"#),
             (shadow_port, "kube_hpa_controller_shadow_comparisons_total{"),
             (shadow_port, "kube_hpa_controller_shadow_statuses_total{"),
+            (sharded_port, "kube_hpa_controller_shards 2"),
         ];
         let scraped = eventually(
             Duration::from_secs(120),
@@ -801,13 +805,21 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
             || async {
                 let active = scrape(active_port).await?;
                 let shadow = scrape(shadow_port).await?;
+                let sharded = scrape(sharded_port).await?;
                 for (port, needle) in needles {
-                    let text = if port == active_port { &active } else { &shadow };
+                    let text = match port {
+                        p if p == active_port => &active,
+                        p if p == shadow_port => &shadow,
+                        _ => &sharded,
+                    };
                     if !text.contains(needle) {
                         return Err(format!("no {needle} on port {port}"));
                     }
                 }
-                Ok(exported(&active).union(&exported(&shadow)).cloned().collect::<BTreeSet<_>>())
+                Ok([&active, &shadow, &sharded]
+                    .into_iter()
+                    .flat_map(|t| exported(t))
+                    .collect::<BTreeSet<_>>())
             },
         )
         .await;

@@ -25,6 +25,9 @@ pub type HistoryFactory = Box<dyn Fn(u32) -> Arc<History> + Send + Sync>;
 struct Slot {
     history: Option<Arc<History>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Moves at every acquisition and release: a restore started before the last of them
+    /// does not mark the shard owned.
+    generation: u64,
 }
 
 /// Which shards this replica owns, and their histories.
@@ -143,6 +146,13 @@ impl HorizontalController {
         let Some(slot) = sharded.slots.get(shard as usize) else {
             return;
         };
+        let mut g = lock(slot);
+        for t in g.tasks.drain(..) {
+            t.abort();
+        }
+        g.history = None;
+        g.generation += 1;
+        let generation = g.generation;
         let inner = self.inner.clone();
         let s2 = sharded.clone();
         let task = tokio::spawn(async move {
@@ -151,6 +161,7 @@ impl HorizontalController {
             for key in inner.keys_of(&sharded, shard) {
                 inner.drop_state(&key);
             }
+            let mut restored_history = None;
             if let Some(make) = &sharded.history {
                 let history = make(shard);
                 let restored = history.restore(inner.reconciler.clock.now()).await;
@@ -174,16 +185,25 @@ impl HorizontalController {
                         h.scale_down_events,
                     );
                 }
-                let period = inner.reconciler.config.sync_period();
-                let run = tokio::spawn(hpa_sharding::scope::with_scope(
-                    WriteScope::Shard(shard),
-                    history.clone().run(period, std::future::pending::<()>()),
-                ));
-                let mut g = lock(&sharded.slots[shard as usize]);
-                g.history = Some(history);
-                g.tasks.push(run);
+                restored_history = Some(history);
             }
-            sharded.owned[shard as usize].store(true, Ordering::Release);
+            {
+                // Owned only if neither released nor taken again meanwhile (checked and set
+                // under the slot's lock, which a release takes first).
+                let mut g = lock(&sharded.slots[shard as usize]);
+                if g.generation != generation {
+                    return;
+                }
+                if let Some(history) = restored_history {
+                    let period = inner.reconciler.config.sync_period();
+                    g.tasks.push(tokio::spawn(hpa_sharding::scope::with_scope(
+                        WriteScope::Shard(shard),
+                        history.clone().run(period, std::future::pending::<()>()),
+                    )));
+                    g.history = Some(history);
+                }
+                sharded.owned[shard as usize].store(true, Ordering::Release);
+            }
             let keys = inner.keys_of(&sharded, shard);
             tracing::info!(
                 shard,
@@ -194,11 +214,6 @@ impl HorizontalController {
                 inner.queue.add(key);
             }
         });
-        let mut g = lock(slot);
-        for t in g.tasks.drain(..) {
-            t.abort();
-        }
-        g.history = None;
         g.tasks.push(task);
     }
 
@@ -208,12 +223,13 @@ impl HorizontalController {
         let Some(sharded) = self.inner.reconciler.sharded.get() else {
             return;
         };
-        let Some(owned) = sharded.owned.get(shard as usize) else {
+        let Some(slot) = sharded.slots.get(shard as usize) else {
             return;
         };
-        owned.store(false, Ordering::Release);
         {
-            let mut g = lock(&sharded.slots[shard as usize]);
+            let mut g = lock(slot);
+            g.generation += 1;
+            sharded.owned[shard as usize].store(false, Ordering::Release);
             for t in g.tasks.drain(..) {
                 t.abort();
             }
