@@ -10,6 +10,8 @@
 
 #[path = "../../../hack/tests/real_cluster_common.rs"]
 mod common;
+#[path = "../../../hack/tests/shard_leases.rs"]
+mod shard_leases;
 #[path = "../../../hack/tests/sibling_binary.rs"]
 mod sibling_binary;
 
@@ -22,9 +24,8 @@ use hpa_cluster::process::{self, ProcessRecord};
 use hpa_cluster::{Cluster, KubeRelease};
 use hpa_fixtures::{GenerateConfig, Wave, generate};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
+use shard_leases::{free_ports, leases};
 
 const SHARDS: u32 = 3;
 const HPAS: usize = 300;
@@ -79,53 +80,6 @@ fn start(cluster: &Cluster, name: &str, kubeconfig: &Path, port: u16) -> Process
         "--leader-elect-retry-period=1s".into(),
     ];
     process::spawn(cluster.dir(), name, &controller, &args, &[]).unwrap()
-}
-
-/// Shard → holder, and holder → the port of its member Lease's address.
-async fn leases(client: &kube::Client) -> (BTreeMap<u32, String>, BTreeMap<String, u16>) {
-    let items = Api::<Lease>::namespaced(client.clone(), "kube-system")
-        .list(
-            &ListParams::default().labels("kube-hpa-controller.io/shard-group=kube-hpa-controller"),
-        )
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default();
-    let mut shards = BTreeMap::new();
-    let mut ports = BTreeMap::new();
-    for l in items {
-        let name = l.metadata.name.clone().unwrap_or_default();
-        let holder = l
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.clone())
-            .unwrap_or_default();
-        if holder.is_empty() {
-            continue;
-        }
-        if let Some(i) = name.strip_prefix("kube-hpa-controller-shard-") {
-            shards.insert(i.parse().unwrap(), holder);
-        } else if let Some(port) = l
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("kube-hpa-controller.io/address"))
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-        {
-            ports.insert(holder, port);
-        }
-    }
-    (shards, ports)
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 /// Status and scale writes per HPA: (time, the writer's token credential id).
@@ -236,7 +190,7 @@ async fn shards(release: KubeRelease) {
             for r in &replicas {
                 assert!(process::alive(r), "{}", process::log_tail(r, 40));
             }
-            let (shards, ports) = leases(&client).await;
+            let (shards, ports) = leases(&client, "kube-system").await;
             let holders: BTreeSet<&String> = shards.values().collect();
             if shards.len() == SHARDS as usize && holders.len() == SHARDS as usize {
                 Ok((shards.clone(), ports))
@@ -302,7 +256,7 @@ async fn shards(release: KubeRelease) {
     let killed = Instant::now();
     let killed_at = Timestamp::now();
     eventually(WAIT, "the lost replica's shards to be taken", || async {
-        let (shards, _) = leases(&client).await;
+        let (shards, _) = leases(&client, "kube-system").await;
         if lost
             .iter()
             .all(|s| shards.get(s).is_some_and(|h| *h != victim_identity))

@@ -10,18 +10,22 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+#[path = "../../../hack/tests/shard_leases.rs"]
+mod shard_leases;
 #[path = "../../../hack/tests/sibling_binary.rs"]
 mod sibling_binary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use shard_leases::{free_ports, leases};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hpa_fixtures::{GenerateConfig, Store, Wave, generate};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 
 const HPAS: usize = 3_000;
 const SHARDS: u32 = 6;
@@ -39,16 +43,6 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 fn start_replica(dir: &Path, url: &str, user: &str, port: u16) -> Replica {
@@ -98,41 +92,6 @@ fn start_replica_with(dir: &Path, url: &str, user: &str, port: u16, flags: &[&st
         port,
         user: user.to_string(),
     }
-}
-
-/// Shard → holder, and holder → the port in its member Lease's address.
-async fn leases(client: &kube::Client) -> (BTreeMap<u32, String>, BTreeMap<String, u16>) {
-    let list = Api::<Lease>::namespaced(client.clone(), "default")
-        .list(&ListParams::default().labels("kube-hpa-controller.io/shard-group"))
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default();
-    let mut shards = BTreeMap::new();
-    let mut ports = BTreeMap::new();
-    for l in list {
-        let name = l.metadata.name.clone().unwrap_or_default();
-        let holder = l
-            .spec
-            .as_ref()
-            .and_then(|s| s.holder_identity.clone())
-            .unwrap_or_default();
-        if holder.is_empty() {
-            continue;
-        }
-        if let Some(i) = name.strip_prefix("kube-hpa-controller-shard-") {
-            shards.insert(i.parse().unwrap(), holder);
-        } else if let Some(port) = l
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("kube-hpa-controller.io/address"))
-            .and_then(|a| a.rsplit(':').next())
-            .and_then(|p| p.parse().ok())
-        {
-            ports.insert(holder, port);
-        }
-    }
-    (shards, ports)
 }
 
 fn held_by(shards: &BTreeMap<u32, String>) -> BTreeMap<String, BTreeSet<u32>> {
@@ -215,7 +174,7 @@ async fn three_replicas_share_the_hpas_and_take_over_a_lost_ones_shards() {
         for r in &mut replicas {
             assert!(r.child.try_wait().unwrap().is_none(), "{} exited", r.user);
         }
-        let (shards, ports) = leases(&client).await;
+        let (shards, ports) = leases(&client, "default").await;
         let by = held_by(&shards);
         if shards.len() == SHARDS as usize && by.len() == 3 && by.values().all(|s| s.len() == 2) {
             break (shards, ports);
@@ -290,7 +249,7 @@ async fn three_replicas_share_the_hpas_and_take_over_a_lost_ones_shards() {
     // Its shards are taken.
     let deadline = killed + LEASE * 2;
     loop {
-        let (shards, _) = leases(&client).await;
+        let (shards, _) = leases(&client, "default").await;
         if victim_shards
             .iter()
             .all(|s| shards.get(s).is_some_and(|h| *h != victim_identity))
@@ -499,7 +458,7 @@ async fn a_sharded_replica_waits_for_the_unsharded_leader_to_be_gone() {
             sharded.child.try_wait().unwrap().is_none(),
             "the sharded replica exited"
         );
-        let (shards, _) = leases(&client).await;
+        let (shards, _) = leases(&client, "default").await;
         assert!(
             shards.is_empty(),
             "a shard taken while the unsharded leader leads: {shards:?}"
@@ -514,7 +473,7 @@ async fn a_sharded_replica_waits_for_the_unsharded_leader_to_be_gone() {
     let released = Instant::now();
     assert!(holder().await.is_empty(), "released on SIGTERM");
     let taken = loop {
-        let (shards, _) = leases(&client).await;
+        let (shards, _) = leases(&client, "default").await;
         if shards.len() == 2 {
             break released.elapsed();
         }
