@@ -1,9 +1,7 @@
 //! For the tests of `--shards` (included with `#[path]` by
 //! `cmd/kube-hpa-controller/tests/shards.rs` on the fixture server and
 //! `cmd/hpactl/tests/real_cluster_shards.rs` on a real API server): who holds which shard of
-//! the group `kube-hpa-controller`, where each replica serves, and free loopback ports for them.
-
-#![allow(dead_code)]
+//! the group `kube-hpa-controller`, and where each replica serves.
 
 use std::collections::BTreeMap;
 
@@ -52,15 +50,4 @@ pub async fn leases(
         }
     }
     (shards, ports)
-}
-
-/// `n` distinct loopback ports free a moment ago.
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }

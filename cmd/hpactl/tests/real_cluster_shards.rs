@@ -10,6 +10,8 @@
 
 #[path = "../../../hack/tests/real_cluster_common.rs"]
 mod common;
+#[path = "../../../hack/tests/free_ports.rs"]
+mod free_ports;
 #[path = "../../../hack/tests/shard_leases.rs"]
 mod shard_leases;
 #[path = "../../../hack/tests/sibling_binary.rs"]
@@ -20,12 +22,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{cluster_up_with, eventually, kubectl, releases, run, runtime};
+use free_ports::free_ports;
 use hpa_cluster::process::{self, ProcessRecord};
 use hpa_cluster::{Cluster, KubeRelease};
 use hpa_fixtures::{GenerateConfig, Wave, generate};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
-use shard_leases::{free_ports, leases};
+use shard_leases::leases;
 
 const SHARDS: u32 = 3;
 const HPAS: usize = 300;

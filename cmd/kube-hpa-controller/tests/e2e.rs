@@ -13,6 +13,8 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
+#[path = "../../../hack/tests/free_ports.rs"]
+mod free_ports;
 
 use std::fs::File;
 use std::net::SocketAddr;
@@ -22,6 +24,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use free_ports::free_ports;
 use http::StatusCode;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -271,18 +274,6 @@ impl Fixture {
             .await
             .unwrap()
     }
-}
-
-/// A free loopback port for each of `n` controllers (bound together, so distinct, then
-/// released for the controllers to take).
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 /// A running `kube-hpa-controller` and its secure address.

@@ -10,6 +10,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+#[path = "../../../hack/tests/free_ports.rs"]
+mod free_ports;
 #[path = "../../../hack/tests/shard_leases.rs"]
 mod shard_leases;
 #[path = "../../../hack/tests/sibling_binary.rs"]
@@ -18,7 +20,8 @@ mod sibling_binary;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use shard_leases::{free_ports, leases};
+use free_ports::free_ports;
+use shard_leases::leases;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
