@@ -4,9 +4,12 @@
 //! Mirrors the shared informers upstream `pkg/controller/podautoscaler/horizontal.go`
 //! (`NewHorizontalController`) registers on: the HPA informer with its handlers and the pod
 //! lister used by the replica calculator and the ambiguous-selector check. Here each cache is a
-//! `kube::runtime` watcher feeding a reflector store; the HPA watcher's events are also handed
-//! to a [`HpaEventHandler`]. A relist (watch restart) that no longer contains an object is
-//! reported as a deletion, as client-go's `DeletedFinalStateUnknown` tombstones are.
+//! watcher (`kube::runtime`'s for HPAs, `hpa-protobuf`'s for pods) feeding a namespaced index
+//! that a relist updates in place, object by object, as client-go's `DeltaFIFO.Replace` and
+//! `processDeltas` update the informer's indexer (an object listed again unchanged keeps its
+//! entry: [`index`]); the HPA watcher's events are also handed to a [`HpaEventHandler`]. A
+//! relist (watch restart) that no longer contains an object is reported as a deletion, as
+//! client-go's `DeletedFinalStateUnknown` tombstones are.
 //!
 //! As KCM's shared informer factory (`cmd/kube-controller-manager/app/controllermanager.go`,
 //! `informers.WithTransform(trim managedFields)`), every cached object is stored without
@@ -18,8 +21,8 @@
 //! informer's single listener delivers them: a resync never re-delivers an HPA whose
 //! deletion was already handled.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, RwLock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -27,11 +30,14 @@ use hpa_metrics::Selector;
 use hpa_replica_calculator::{PodListError, PodLister};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
 use crate::pod_projection::{PodInterners, PodProjection};
+
+mod index;
+
+use index::{NamespacedIndex, Readiness, Versioned};
 
 /// What the HPA informer tells the controller (upstream's `ResourceEventHandlerFuncs`).
 pub trait HpaEventHandler: Send + Sync + 'static {
@@ -68,10 +74,10 @@ pub fn split_key(key: &str) -> Result<(&str, &str), String> {
 /// Read access to the HPA and Pod caches.
 #[derive(Clone)]
 pub struct Caches {
-    hpas: Store<HorizontalPodAutoscaler>,
+    hpas: Arc<HpaIndex>,
     pods: Arc<PodIndex>,
-    /// Serialises [`Caches::wait_for_sync`]: kube's `Store::wait_until_ready` keeps a single
-    /// waker, so of several concurrent waiters only the last one polled would be woken.
+    /// Makes [`Caches::wait_for_sync`] log "Waiting for caches to sync" and "Caches are
+    /// synced" once, however many wait.
     synced: Arc<tokio::sync::OnceCell<()>>,
 }
 
@@ -83,7 +89,7 @@ impl std::fmt::Debug for Caches {
 
 /// The writers of the caches, consumed by [`Caches::start`].
 pub struct CacheWriters {
-    pub(crate) hpas: Writer<HorizontalPodAutoscaler>,
+    pub(crate) hpas: Arc<HpaIndex>,
     pub(crate) pods: Arc<PodIndex>,
 }
 
@@ -98,17 +104,13 @@ pub fn trim_managed_fields<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
 }
 
-/// namespace → name → pod.
-type Namespaces = HashMap<String, BTreeMap<String, Arc<PodProjection>>>;
-
 /// The Pod cache, indexed by namespace: namespace → name → pod (name order, so lists need no
-/// sort), each pod kept as a [`PodProjection`]. A namespace without pods has no entry.
+/// sort), each pod kept as a [`PodProjection`], updated in place by a relist
+/// ([`NamespacedIndex`]).
 #[derive(Default)]
 pub struct PodIndex {
-    by_namespace: RwLock<Namespaces>,
-    /// The relist being received (between `Init` and `InitDone`).
-    relist: std::sync::Mutex<Option<Namespaces>>,
-    ready: tokio::sync::watch::Sender<bool>,
+    pods: NamespacedIndex<Arc<PodProjection>>,
+    ready: Readiness,
     interners: PodInterners,
 }
 
@@ -118,65 +120,48 @@ impl std::fmt::Debug for PodIndex {
     }
 }
 
-fn pod_slot(pod: &Pod) -> (String, String) {
+impl Versioned for Arc<PodProjection> {
+    fn resource_version(&self) -> &str {
+        PodProjection::resource_version(self)
+    }
+}
+
+impl Versioned for Arc<HorizontalPodAutoscaler> {
+    fn resource_version(&self) -> &str {
+        self.metadata.resource_version.as_deref().unwrap_or("")
+    }
+}
+
+/// `(namespace, name)` of an object.
+fn slot<K: Resource>(obj: &K) -> (&str, &str) {
+    let meta = obj.meta();
     (
-        pod.metadata.namespace.clone().unwrap_or_default(),
-        pod.metadata.name.clone().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
     )
 }
 
 impl PodIndex {
-    /// Applies one watch event (the reflector's store update).
+    /// Applies one watch event (the informer's indexer update).
     pub fn apply(&self, event: watcher::Event<Pod>) {
         match event {
-            watcher::Event::Apply(pod) => {
-                let (ns, name) = pod_slot(&pod);
-                self.write()
-                    .entry(ns)
-                    .or_default()
-                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
+            watcher::Event::Apply(pod) | watcher::Event::InitApply(pod) => {
+                let (ns, name) = slot(&pod);
+                let rv = pod.metadata.resource_version.as_deref().unwrap_or("");
+                self.pods.upsert(ns, name, rv, || {
+                    Arc::new(PodProjection::of(&pod, &self.interners))
+                });
             }
             watcher::Event::Delete(pod) => {
-                let (ns, name) = pod_slot(&pod);
-                let mut g = self.write();
-                if let Some(pods) = g.get_mut(&ns) {
-                    pods.remove(&name);
-                    if pods.is_empty() {
-                        g.remove(&ns);
-                    }
-                }
+                let (ns, name) = slot(&pod);
+                self.pods.remove(ns, name);
             }
-            watcher::Event::Init => {
-                *self.relist.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
-            }
-            watcher::Event::InitApply(pod) => {
-                let (ns, name) = pod_slot(&pod);
-                let mut relist = self.relist.lock().unwrap_or_else(|p| p.into_inner());
-                relist
-                    .get_or_insert_with(HashMap::new)
-                    .entry(ns)
-                    .or_default()
-                    .insert(name, Arc::new(PodProjection::of(&pod, &self.interners)));
-            }
+            watcher::Event::Init => self.pods.begin_relist(),
             watcher::Event::InitDone => {
-                let fresh = self
-                    .relist
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take()
-                    .unwrap_or_default();
-                *self.write() = fresh;
-                self.ready.send_replace(true);
+                self.pods.end_relist();
+                self.ready.synced();
             }
         }
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Namespaces> {
-        self.by_namespace.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Namespaces> {
-        self.by_namespace.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The pods of `namespace` that `keep` accepts, in name order, as the calculator reads
@@ -186,70 +171,125 @@ impl PodIndex {
         namespace: &str,
         keep: impl Fn(&PodProjection) -> bool,
     ) -> Vec<Arc<Pod>> {
-        self.read().get(namespace).map_or_else(Vec::new, |pods| {
-            pods.values()
-                .filter(|p| keep(p))
-                .map(|p| Arc::new(p.to_pod(namespace)))
-                .collect()
-        })
+        let mut out = Vec::new();
+        self.pods.for_each_in(namespace, |_, p| {
+            if keep(p) {
+                out.push(Arc::new(p.to_pod(namespace)));
+            }
+        });
+        out
     }
 
     /// The names of the pods of `namespace` that `selector` matches, in name order.
     pub fn names_matching(&self, namespace: &str, selector: &Selector) -> Vec<String> {
-        self.read().get(namespace).map_or_else(Vec::new, |pods| {
-            pods.iter()
-                .filter(|(_, p)| p.matches(selector))
-                .map(|(name, _)| name.clone())
-                .collect()
-        })
+        let mut out = Vec::new();
+        self.pods.for_each_in(namespace, |name, p| {
+            if p.matches(selector) {
+                out.push(name.to_owned());
+            }
+        });
+        out
     }
 
     /// Whether pod `namespace/name` is cached.
     pub fn contains(&self, namespace: &str, name: &str) -> bool {
-        self.read()
-            .get(namespace)
-            .is_some_and(|pods| pods.contains_key(name))
+        self.pods.contains(namespace, name)
     }
 
     /// The number of namespaces with cached pods (tests check the index drops empty ones).
     #[cfg(test)]
     pub fn namespaces(&self) -> usize {
-        self.read().len()
+        self.pods.namespaces()
     }
 
-    /// Whether the first list has been received.
-    async fn wait_until_ready(&self) {
-        let mut rx = self.ready.subscribe();
-        let _ = rx.wait_for(|r| *r).await;
+    /// Waits for the first list; an error if the informer stopped before it.
+    async fn wait_until_ready(&self) -> Result<(), index::Stopped> {
+        self.ready.wait().await
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
-        self.read()
-            .iter()
-            .flat_map(|(ns, pods)| {
-                pods.iter().map(move |(name, p)| {
-                    (
-                        if ns.is_empty() {
-                            name.clone()
-                        } else {
-                            format!("{ns}/{name}")
-                        },
-                        p.resource_version().to_owned(),
-                    )
-                })
-            })
-            .collect()
+        let mut out = BTreeMap::new();
+        self.pods.for_each(|ns, name, p| {
+            let key = if ns.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{ns}/{name}")
+            };
+            out.insert(key, p.resource_version().to_owned());
+        });
+        out
+    }
+}
+
+/// The HPA cache: namespace → name → HPA (without `managedFields`), updated in place by a
+/// relist ([`NamespacedIndex`]); ready once the first list is complete.
+#[derive(Default)]
+pub struct HpaIndex {
+    hpas: NamespacedIndex<Arc<HorizontalPodAutoscaler>>,
+    ready: Readiness,
+}
+
+impl std::fmt::Debug for HpaIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HpaIndex").finish_non_exhaustive()
+    }
+}
+
+impl HpaIndex {
+    /// Applies one watch event; for `Apply` and `InitApply`, returns the HPA as cached after
+    /// it.
+    pub fn apply(
+        &self,
+        event: watcher::Event<HorizontalPodAutoscaler>,
+    ) -> Option<Arc<HorizontalPodAutoscaler>> {
+        match event {
+            watcher::Event::Apply(hpa) | watcher::Event::InitApply(hpa) => {
+                let (ns, name) = slot(&hpa);
+                let rv = hpa.metadata.resource_version.clone().unwrap_or_default();
+                let (ns, name) = (ns.to_owned(), name.to_owned());
+                Some(self.hpas.upsert(&ns, &name, &rv, || Arc::new(hpa)))
+            }
+            watcher::Event::Delete(hpa) => {
+                let (ns, name) = slot(&hpa);
+                self.hpas.remove(ns, name);
+                None
+            }
+            watcher::Event::Init => {
+                self.hpas.begin_relist();
+                None
+            }
+            watcher::Event::InitDone => {
+                self.hpas.end_relist();
+                self.ready.synced();
+                None
+            }
+        }
+    }
+
+    /// `namespace/name`, if cached.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<HorizontalPodAutoscaler>> {
+        self.hpas.get(namespace, name)
+    }
+
+    /// Every cached HPA.
+    pub fn state(&self) -> Vec<Arc<HorizontalPodAutoscaler>> {
+        self.hpas.values()
+    }
+
+    /// Waits for the first list; an error if the informer stopped before it.
+    async fn wait_until_ready(&self) -> Result<(), index::Stopped> {
+        self.ready.wait().await
     }
 }
 
 impl Caches {
     /// Empty caches and their writers.
     pub fn new() -> (Caches, CacheWriters) {
-        let hpas = Writer::default();
+        let hpas = Arc::new(HpaIndex::default());
         let pods = Arc::new(PodIndex::default());
         (
             Caches {
-                hpas: hpas.as_reader(),
+                hpas: hpas.clone(),
                 pods: pods.clone(),
                 synced: Arc::new(tokio::sync::OnceCell::new()),
             },
@@ -272,7 +312,7 @@ impl Caches {
         pod_encoding: hpa_protobuf::Encoding,
     ) -> Vec<tokio::task::JoinHandle<()>> {
         let CacheWriters {
-            hpas: hpa_writer,
+            hpas: hpa_index,
             pods,
         } = writers;
         let hpa_api: Api<HorizontalPodAutoscaler> = Api::all(client.clone());
@@ -283,13 +323,14 @@ impl Caches {
         };
         let pod_events = hpa_protobuf::watcher::<Pod>(client, pod_config).default_backoff();
         vec![
-            tokio::spawn(run_hpa_informer(hpa_events, hpa_writer, handler, resync)),
+            tokio::spawn(run_hpa_informer(hpa_events, hpa_index, handler, resync)),
             tokio::spawn(run_pod_informer(pod_events, pods)),
         ]
     }
 
     /// Waits until both caches have completed their first list
-    /// (`cache.WaitForNamedCacheSync`). Fails only if the writers were dropped.
+    /// (`cache.WaitForNamedCacheSync`). Fails only if an informer stopped before its first
+    /// list.
     pub async fn wait_for_sync(&self) -> Result<(), String> {
         self.synced
             .get_or_try_init(|| async {
@@ -297,8 +338,11 @@ impl Caches {
                 self.hpas
                     .wait_until_ready()
                     .await
-                    .map_err(|e| e.to_string())?;
-                self.pods.wait_until_ready().await;
+                    .map_err(|e| format!("HPA cache: {e}"))?;
+                self.pods
+                    .wait_until_ready()
+                    .await
+                    .map_err(|e| format!("Pod cache: {e}"))?;
                 tracing::info!("Caches are synced");
                 Ok::<(), String>(())
             })
@@ -308,7 +352,7 @@ impl Caches {
 
     /// The cached HPA `namespace/name` (the lister's `Get`).
     pub fn hpa(&self, namespace: &str, name: &str) -> Option<Arc<HorizontalPodAutoscaler>> {
-        self.hpas.get(&ObjectRef::new(name).within(namespace))
+        self.hpas.get(namespace, name)
     }
 
     /// Every cached HPA.
@@ -349,16 +393,14 @@ impl Caches {
 /// so the handler sees a resync and a deletion in the order they happened.
 pub async fn run_hpa_informer<S>(
     events: S,
-    mut writer: Writer<HorizontalPodAutoscaler>,
+    index: Arc<HpaIndex>,
     handler: Arc<dyn HpaEventHandler>,
     resync: Duration,
 ) where
     S: Stream<Item = Result<watcher::Event<HorizontalPodAutoscaler>, watcher::Error>> + Send,
 {
+    let _stopped = index.ready.stop_on_drop();
     let mut events = std::pin::pin!(events);
-    let store = writer.as_reader();
-    let mut known: BTreeSet<String> = BTreeSet::new();
-    let mut relisted: BTreeSet<String> = BTreeSet::new();
     let mut ticker = (!resync.is_zero()).then(|| {
         let mut t = tokio::time::interval_at(tokio::time::Instant::now() + resync, resync);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -381,7 +423,7 @@ pub async fn run_hpa_informer<S>(
             },
             () = tick => {
                 // The handler's resync: every cached HPA, as it is now, to `UpdateFunc`.
-                for hpa in store.state() {
+                for hpa in index.state() {
                     handler.on_update(hpa.metadata.generation, &hpa);
                 }
                 continue;
@@ -394,44 +436,34 @@ pub async fn run_hpa_informer<S>(
                 continue;
             }
         };
-        let old_generation = match &event {
-            watcher::Event::Apply(hpa) | watcher::Event::InitApply(hpa) => store
-                .get(&ObjectRef::from_obj(hpa))
-                .and_then(|old| old.metadata.generation),
-            _ => None,
-        };
-        writer.apply_watcher_event(&event);
-        match &event {
-            watcher::Event::Apply(hpa) => {
-                let key = object_key(hpa);
-                if known.insert(key) {
-                    handler.on_add(hpa);
-                } else {
-                    handler.on_update(old_generation, hpa);
+        match event {
+            watcher::Event::Apply(hpa) | watcher::Event::InitApply(hpa) => {
+                let (ns, name) = slot(&hpa);
+                // `None`: not cached before this event (`AddFunc`); otherwise the cached
+                // object's generation (`UpdateFunc`'s old object).
+                let old = index.get(ns, name).map(|old| old.metadata.generation);
+                let Some(hpa) = index.apply(watcher::Event::Apply(hpa)) else {
+                    continue;
+                };
+                match old {
+                    None => handler.on_add(&hpa),
+                    Some(old_generation) => handler.on_update(old_generation, &hpa),
                 }
             }
             watcher::Event::Delete(hpa) => {
-                let key = object_key(hpa);
-                known.remove(&key);
+                let key = object_key(&hpa);
+                index.apply(watcher::Event::Delete(hpa));
                 handler.on_delete(&key);
             }
-            watcher::Event::Init => relisted.clear(),
-            watcher::Event::InitApply(hpa) => {
-                let key = object_key(hpa);
-                relisted.insert(key.clone());
-                if known.insert(key) {
-                    handler.on_add(hpa);
-                } else {
-                    handler.on_update(old_generation, hpa);
-                }
+            watcher::Event::Init => {
+                index.apply(watcher::Event::Init);
             }
             watcher::Event::InitDone => {
-                let gone: Vec<String> = known.difference(&relisted).cloned().collect();
-                for key in gone {
-                    known.remove(&key);
-                    handler.on_delete(&key);
+                // The HPAs the relist no longer holds (client-go's `DeletedFinalStateUnknown`).
+                for (ns, name, _) in index.hpas.end_relist() {
+                    handler.on_delete(&format!("{ns}/{name}"));
                 }
-                relisted.clear();
+                index.ready.synced();
             }
         }
     }
@@ -443,6 +475,7 @@ pub async fn run_pod_informer<S>(events: S, index: Arc<PodIndex>)
 where
     S: Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send,
 {
+    let _stopped = index.ready.stop_on_drop();
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
         match event {

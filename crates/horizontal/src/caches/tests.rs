@@ -1,3 +1,5 @@
+use std::collections::BTreeSet;
+
 use super::*;
 
 #[test]
@@ -9,7 +11,7 @@ fn keys() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn concurrent_waiters_all_see_the_sync() {
-    let (caches, mut writers) = Caches::new();
+    let (caches, writers) = Caches::new();
     let waiter = |c: Caches| tokio::spawn(async move { c.wait_for_sync().await });
     let a = waiter(caches.clone());
     let b = waiter(caches.clone());
@@ -18,8 +20,8 @@ async fn concurrent_waiters_all_see_the_sync() {
         tokio::task::yield_now().await;
     }
     assert!(!a.is_finished() && !b.is_finished());
-    writers.hpas.apply_watcher_event(&watcher::Event::Init);
-    writers.hpas.apply_watcher_event(&watcher::Event::InitDone);
+    writers.hpas.apply(watcher::Event::Init);
+    writers.hpas.apply(watcher::Event::InitDone);
     writers.pods.apply(watcher::Event::Init);
     writers.pods.apply(watcher::Event::InitDone);
     let both = async { (a.await, b.await) };
@@ -173,4 +175,107 @@ fn tokio_stream_of<T: Send + 'static>(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
 ) -> impl Stream<Item = T> + Send {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn hpa_at(name: &str, rv: &str, generation: i64) -> HorizontalPodAutoscaler {
+    let mut h = hpa(name);
+    h.metadata.resource_version = Some(rv.into());
+    h.metadata.generation = Some(generation);
+    h
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_relist_updates_the_hpa_cache_in_place_and_keeps_unchanged_hpas() {
+    let (caches, writers) = Caches::new();
+    let handler = Arc::new(Registering::default());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(run_hpa_informer(
+        tokio_stream_of(rx),
+        writers.hpas,
+        handler.clone(),
+        Duration::ZERO,
+    ));
+    let send = |e| tx.send(Ok(e)).unwrap();
+    send(watcher::Event::Init);
+    send(watcher::Event::InitApply(hpa_at("same", "10", 1)));
+    send(watcher::Event::InitApply(hpa_at("edited", "11", 1)));
+    send(watcher::Event::InitApply(hpa_at("deleted", "12", 1)));
+    send(watcher::Event::InitDone);
+    caches.hpas.wait_until_ready().await.unwrap();
+    let same = caches.hpa("default", "same").unwrap();
+
+    // The watch ended with 410 Gone (an API server restart): the watcher relists.
+    send(watcher::Event::Init);
+    send(watcher::Event::InitApply(hpa_at("same", "10", 1)));
+    send(watcher::Event::InitApply(hpa_at("edited", "20", 2)));
+    send(watcher::Event::InitApply(hpa_at("new", "21", 1)));
+    send(watcher::Event::InitDone);
+    drop(tx);
+    task.await.unwrap();
+
+    // The unchanged HPA is the very object cached before; the edited one is the new one.
+    assert!(Arc::ptr_eq(&same, &caches.hpa("default", "same").unwrap()));
+    let edited = caches.hpa("default", "edited").unwrap();
+    assert_eq!(edited.metadata.resource_version.as_deref(), Some("20"));
+    assert!(edited.metadata.managed_fields.is_none());
+    assert!(caches.hpa("default", "deleted").is_none());
+    assert_eq!(caches.hpas().len(), 3);
+    // client-go's handler calls for a relist: `UpdateFunc` for every listed HPA that was
+    // cached (unchanged ones too), `AddFunc` for a new one, `DeleteFunc` for the unlisted.
+    let calls = handler.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls[3..],
+        [
+            "update default/same",
+            "update default/edited",
+            "add default/new",
+            "delete default/deleted",
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_relist_keeps_unchanged_pods_and_drops_the_unlisted_at_its_end() {
+    let (caches, writers) = Caches::new();
+    let pods = writers.pods.clone();
+    pods.apply(watcher::Event::Init);
+    pods.apply(watcher::Event::InitApply(pod("a", "web-1", "web")));
+    pods.apply(watcher::Event::InitApply(pod("a", "web-2", "web")));
+    pods.apply(watcher::Event::InitDone);
+    caches.pods.wait_until_ready().await.unwrap();
+    let before = caches.pods.pods.get("a", "web-1").unwrap();
+
+    pods.apply(watcher::Event::Init);
+    pods.apply(watcher::Event::InitApply(pod("a", "web-1", "web")));
+    let mut moved = pod("a", "web-3", "web");
+    moved.metadata.resource_version = Some("2".into());
+    pods.apply(watcher::Event::InitApply(moved));
+    // Until the relist ends, the pod it has not listed is still there.
+    assert!(caches.pods.contains("a", "web-2"));
+    assert!(caches.pods.contains("a", "web-3"));
+    pods.apply(watcher::Event::InitDone);
+
+    assert!(Arc::ptr_eq(
+        &before,
+        &caches.pods.pods.get("a", "web-1").unwrap()
+    ));
+    assert!(!caches.pods.contains("a", "web-2"));
+    assert_eq!(
+        caches.pod_versions().into_iter().collect::<Vec<_>>(),
+        [
+            ("a/web-1".to_owned(), "1".to_owned()),
+            ("a/web-3".to_owned(), "2".to_owned())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn waiting_for_the_caches_fails_when_an_informer_stops_before_its_first_list() {
+    let (caches, writers) = Caches::new();
+    let events = futures::stream::iter(vec![Ok(watcher::Event::Init)]);
+    run_pod_informer(events, writers.pods).await;
+    writers.hpas.apply(watcher::Event::Init);
+    writers.hpas.apply(watcher::Event::InitDone);
+    let err = caches.wait_for_sync().await.unwrap_err();
+    assert!(err.contains("Pod cache"), "{err}");
 }
