@@ -53,11 +53,16 @@ pub trait HpaEventHandler: Send + Sync + 'static {
 
 /// `namespace/name` of an object (client-go's `MetaNamespaceKeyFunc`).
 pub fn object_key<K: Resource>(obj: &K) -> String {
-    let meta = obj.meta();
-    let name = meta.name.as_deref().unwrap_or("");
-    match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_owned(),
+    let (ns, name) = slot(obj);
+    key_of(ns, name)
+}
+
+/// `namespace/name`, or `name` without a namespace.
+fn key_of(ns: &str, name: &str) -> String {
+    if ns.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{ns}/{name}")
     }
 }
 
@@ -210,12 +215,7 @@ impl PodIndex {
     fn versions(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         self.pods.for_each(|ns, name, p| {
-            let key = if ns.is_empty() {
-                name.to_owned()
-            } else {
-                format!("{ns}/{name}")
-            };
-            out.insert(key, p.resource_version().to_owned());
+            out.insert(key_of(ns, name), p.resource_version().to_owned());
         });
         out
     }
@@ -245,12 +245,11 @@ impl HpaIndex {
         match event {
             watcher::Event::Apply(hpa) | watcher::Event::InitApply(hpa) => {
                 let (ns, name) = slot(&hpa);
-                let rv = hpa.metadata.resource_version.clone().unwrap_or_default();
-                let (ns, name) = (ns.to_owned(), name.to_owned());
+                let rv = hpa.metadata.resource_version.as_deref().unwrap_or("");
                 // A copy, not the decoded object: deserialized `Vec`s keep the capacity they
                 // grew to (four `MetricSpec`s for one), a clone has what it holds. Stored as
                 // decoded, 1,000 HPAs cost 9 MiB more peak RSS (`hpactl bench --hpas 1000`).
-                Some(self.hpas.upsert(&ns, &name, &rv, || Arc::new(hpa.clone())))
+                Some(self.hpas.upsert(ns, name, rv, || Arc::new(hpa.clone())))
             }
             watcher::Event::Delete(hpa) => {
                 let (ns, name) = slot(&hpa);
@@ -262,11 +261,23 @@ impl HpaIndex {
                 None
             }
             watcher::Event::InitDone => {
-                self.hpas.end_relist();
-                self.ready.synced();
+                self.end_relist();
                 None
             }
         }
+    }
+
+    /// The relist is complete (`InitDone`): the cache is synced; returns the `namespace/name`
+    /// of every HPA the relist no longer held (client-go's `DeletedFinalStateUnknown`).
+    pub fn end_relist(&self) -> Vec<String> {
+        let gone = self
+            .hpas
+            .end_relist()
+            .into_iter()
+            .map(|(ns, name, _)| key_of(&ns, &name))
+            .collect();
+        self.ready.synced();
+        gone
     }
 
     /// `namespace/name`, if cached.
@@ -462,11 +473,9 @@ pub async fn run_hpa_informer<S>(
                 index.apply(watcher::Event::Init);
             }
             watcher::Event::InitDone => {
-                // The HPAs the relist no longer holds (client-go's `DeletedFinalStateUnknown`).
-                for (ns, name, _) in index.hpas.end_relist() {
-                    handler.on_delete(&format!("{ns}/{name}"));
+                for key in index.end_relist() {
+                    handler.on_delete(&key);
                 }
-                index.ready.synced();
             }
         }
     }
