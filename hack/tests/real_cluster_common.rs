@@ -47,6 +47,30 @@ impl std::ops::Deref for TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         let _ = hpa_cluster::down(self.cluster.dir());
+        if std::thread::panicking() {
+            // The processes a test started (not etcd's, the apiserver's or metrics' own):
+            // their last lines, where the test's output is all that is kept.
+            let logs = self.cluster.dir().join("logs");
+            let mut files: Vec<_> = std::fs::read_dir(&logs)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                    !matches!(stem, "etcd" | "kube-apiserver" | "metrics-server")
+                })
+                .collect();
+            files.sort();
+            for path in files {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                eprintln!("--- last lines of {}:", path.display());
+                for line in &lines[lines.len().saturating_sub(8)..] {
+                    eprintln!("{}", line.chars().take(400).collect::<String>());
+                }
+            }
+        }
         if std::thread::panicking() || std::env::var_os("HPA_KEEP_CLUSTER").is_some() {
             eprintln!(
                 "cluster logs kept in {}",

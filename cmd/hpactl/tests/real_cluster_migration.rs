@@ -26,9 +26,12 @@
 
 #[path = "../../../hack/tests/real_cluster_common.rs"]
 mod common;
+#[path = "../../../hack/tests/free_ports.rs"]
+mod free_ports;
 #[path = "../../../hack/tests/sibling_binary.rs"]
 mod sibling_binary;
 
+use free_ports::free_port;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -70,14 +73,6 @@ fn helm(cluster: &Cluster, args: &str) -> String {
         .collect();
     a.push(&kubeconfig);
     run_ok(&helm_binary(), &a, None)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A process standing in for one pod of a Deployment.

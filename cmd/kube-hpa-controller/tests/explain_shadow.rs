@@ -10,7 +10,10 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
+#[path = "../../../hack/tests/free_ports.rs"]
+mod free_ports;
 
+use free_ports::free_port;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -127,14 +130,6 @@ async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) ->
 /// `hpactl`, next to this package's binary (`common::sibling_binary`).
 fn hpactl() -> PathBuf {
     common::sibling_binary::sibling_binary(env!("CARGO_BIN_EXE_kube-hpa-controller"), "hpactl")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn client_for(kubeconfig: &Path) -> Client {
