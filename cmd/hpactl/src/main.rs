@@ -693,15 +693,20 @@ struct BenchArgs {
 }
 
 fn bench_cmd(args: BenchArgs) -> ExitCode {
+    // A generated cluster's objects are loaded one at a time, never all held as values.
     let loaded = match &args.scenario {
-        Some(file) => scenario::load_file(file).map_err(|e| e.to_string()),
-        None => hpa_fixtures::generate::generate(&args.config)
+        Some(file) => scenario::load_file(file)
+            .map(|s| (s, None))
+            .map_err(|e| e.to_string()),
+        None => hpa_fixtures::generate::generate_parts(&args.config)
             .map_err(|e| e.to_string())
-            .and_then(|doc| {
-                scenario::scenario_from_value(doc, "(generated)").map_err(|e| e.to_string())
+            .and_then(|(doc, objects)| {
+                scenario::scenario_from_value(doc, "(generated)")
+                    .map(|s| (s, Some(objects)))
+                    .map_err(|e| e.to_string())
             }),
     };
-    let scenario = match loaded {
+    let (scenario, generated) = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
@@ -719,6 +724,7 @@ fn bench_cmd(args: BenchArgs) -> ExitCode {
         runtime
             .block_on(bench::server_throughput(
                 scenario,
+                generated.into_iter().flatten(),
                 args.duration,
                 args.connections,
             ))
@@ -740,7 +746,11 @@ fn bench_cmd(args: BenchArgs) -> ExitCode {
             replicas: args.replicas,
         };
         runtime
-            .block_on(bench::run(scenario, &config))
+            .block_on(bench::run(
+                scenario,
+                generated.into_iter().flatten(),
+                &config,
+            ))
             .map(|r| render(&r, args.json))
     };
     match printed {
