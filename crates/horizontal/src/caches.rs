@@ -169,16 +169,13 @@ impl PodIndex {
         }
     }
 
-    /// The pods of `namespace` that `keep` accepts, in name order, as the calculator reads
-    /// them ([`PodProjection::to_pod`]).
-    pub fn list_namespace(
-        &self,
-        namespace: &str,
-        keep: impl Fn(&PodProjection) -> bool,
-    ) -> Vec<Arc<Pod>> {
+    /// The pods of `namespace` that `selector` matches, in name order, as the calculator
+    /// reads them ([`PodProjection::to_pod`]).
+    pub fn list_matching(&self, namespace: &str, selector: &Selector) -> Vec<Arc<Pod>> {
         let mut out = Vec::new();
+        let mut matcher = PodProjection::matcher(selector);
         self.pods.for_each_in(namespace, |_, p| {
-            if keep(p) {
+            if matcher.matches(p) {
                 out.push(Arc::new(p.to_pod(namespace)));
             }
         });
@@ -188,8 +185,9 @@ impl PodIndex {
     /// The names of the pods of `namespace` that `selector` matches, in name order.
     pub fn names_matching(&self, namespace: &str, selector: &Selector) -> Vec<String> {
         let mut out = Vec::new();
+        let mut matcher = PodProjection::matcher(selector);
         self.pods.for_each_in(namespace, |name, p| {
-            if p.matches(selector) {
+            if matcher.matches(p) {
                 out.push(name.to_owned());
             }
         });
@@ -525,7 +523,7 @@ impl PodLister for CachePodLister {
     fn list(&self, namespace: &str, selector: &Selector) -> Result<Vec<Arc<Pod>>, PodListError> {
         // One namespace, from the index, already in name order (the informer's indexer order
         // is a Go map's, unspecified; this one is deterministic).
-        Ok(self.pods.list_namespace(namespace, |p| p.matches(selector)))
+        Ok(self.pods.list_matching(namespace, selector))
     }
 }
 

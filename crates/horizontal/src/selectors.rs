@@ -153,7 +153,11 @@ impl<S: LabelMatcher> SelectorRegistry<S> {
         namespace: &str,
         pods: impl IntoIterator<Item = &'a BTreeMap<String, String>>,
     ) -> Vec<HpaKey> {
-        let pods: Vec<&BTreeMap<String, String>> = pods.into_iter().collect();
+        // Each distinct label set once: the pods of one template share their labels, so a
+        // check of every HPA of the namespace against ten pods is one against one label set.
+        let mut pods: Vec<&BTreeMap<String, String>> = pods.into_iter().collect();
+        pods.sort_unstable();
+        pods.dedup();
         let Some(names) = self.namespaces.get(namespace) else {
             return Vec::new();
         };

@@ -938,30 +938,43 @@ impl DecisionTrace {
 
 /// The last [`TRACES_PER_HPA`] traces of every HPA, newest last.
 ///
-/// An HPA's traces are kept together as one deflated block of JSON lines (oldest first)
+/// An HPA's traces are kept together as one compressed block of JSON lines (oldest first)
 /// rather than as the tree of small strings and vectors a [`DecisionTrace`] is. Consecutive
-/// traces of one HPA differ in little more than their times and values, and deflate finds
-/// what they repeat when they are compressed together: ten steady-state traces of a cpu HPA
-/// take about 1.6 KB this way, against 11 KB deflated one by one and about 30 KB as
-/// structures. Recording a trace inflates the block, drops the oldest line beyond
-/// [`TRACES_PER_HPA`], appends the new one and deflates again; traces are decoded only when
-/// read (the debug endpoints, `hpactl explain`).
+/// traces of one HPA differ in little more than their times and values, and a compressor
+/// finds what they repeat when they are compressed together: ten steady-state traces of a cpu
+/// HPA (22.6 KB of JSON) take about 1.6 KB this way, against about 30 KB as structures.
+/// Recording a trace decompresses the block, drops the oldest line beyond
+/// [`TRACES_PER_HPA`], appends the new one and compresses again, once per reconcile; traces
+/// are decoded only when read (the debug endpoints, `hpactl explain`).
+///
+/// The block is LZ4's block format (`lz4_flex`), its uncompressed size in front. Deflate at
+/// its fastest level kept the same ten traces in 1.5 KB, but compressing and inflating them
+/// took about 35 µs against 5 µs, and its compressor zeroes some 300 KB of tables per call:
+/// at 100,000 HPAs on four replicas that was a fifth of the replicas' CPU (`perf` of
+/// `hpactl bench`, `docs/benchmarks.md`).
 #[derive(Debug, Default)]
 pub struct TraceStore {
     traces: DashMap<String, Box<[u8]>>,
 }
 
-/// The largest inflated block accepted (a guard against a corrupt entry, far above ten traces).
+/// The largest uncompressed block accepted (a guard against a corrupt entry, far above ten
+/// traces).
 const MAX_BLOCK_BYTES: usize = 64 << 20;
 
-/// The JSON lines of a block, oldest first (none if the block cannot be inflated).
-fn inflate_lines(block: &[u8]) -> Vec<u8> {
-    miniz_oxide::inflate::decompress_to_vec_with_limit(block, MAX_BLOCK_BYTES).unwrap_or_default()
+/// The JSON lines of a block, oldest first (none if the block cannot be decompressed).
+fn decompress_lines(block: &[u8]) -> Vec<u8> {
+    let Ok((size, compressed)) = lz4_flex::block::uncompressed_size(block) else {
+        return Vec::new();
+    };
+    if size > MAX_BLOCK_BYTES {
+        return Vec::new();
+    }
+    lz4_flex::block::decompress(compressed, size).unwrap_or_default()
 }
 
 /// The traces of a block, oldest first; a line that does not parse is skipped.
 fn decode_all(block: &[u8]) -> Vec<DecisionTrace> {
-    inflate_lines(block)
+    decompress_lines(block)
         .split(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
         .filter_map(|line| serde_json::from_slice(line).ok())
@@ -970,7 +983,7 @@ fn decode_all(block: &[u8]) -> Vec<DecisionTrace> {
 
 /// The newest trace of a block.
 fn decode_latest(block: &[u8]) -> Option<DecisionTrace> {
-    let lines = inflate_lines(block);
+    let lines = decompress_lines(block);
     let last = lines
         .split(|b| *b == b'\n')
         .rfind(|line| !line.is_empty())?;
@@ -978,12 +991,12 @@ fn decode_latest(block: &[u8]) -> Option<DecisionTrace> {
 }
 
 /// `block`'s lines (none when it is empty: a new HPA) with `line` appended and the oldest
-/// dropped beyond [`TRACES_PER_HPA`], deflated again.
+/// dropped beyond [`TRACES_PER_HPA`], compressed again.
 fn append(block: &[u8], line: &[u8]) -> Box<[u8]> {
     let mut lines = if block.is_empty() {
         Vec::new()
     } else {
-        inflate_lines(block)
+        decompress_lines(block)
     };
     let kept = lines.iter().filter(|b| **b == b'\n').count();
     if kept >= TRACES_PER_HPA {
@@ -999,8 +1012,7 @@ fn append(block: &[u8], line: &[u8]) -> Box<[u8]> {
     }
     lines.extend_from_slice(line);
     lines.push(b'\n');
-    // Level 1: fast, and it still finds what consecutive traces repeat.
-    miniz_oxide::deflate::compress_to_vec(&lines, 1).into_boxed_slice()
+    lz4_flex::block::compress_prepend_size(&lines).into_boxed_slice()
 }
 
 impl TraceStore {

@@ -972,3 +972,68 @@ fn a_pod_selection_strategy_is_traced_and_explained() {
             .is_none()
     );
 }
+
+/// Ten steady-state traces of one HPA are kept compressed together: a few KB, not the 22 KB
+/// of their JSON.
+#[test]
+fn ten_traces_of_one_hpa_take_a_few_kilobytes() {
+    let store = TraceStore::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let state = HpaState::new();
+    let mut json = 0;
+    for i in 0..TRACES_PER_HPA as i64 {
+        let mut t = trace_of(
+            &state,
+            &h,
+            2,
+            now() + SignedDuration::from_secs(15 * i),
+            Some(vec![cpu_result(
+                2,
+                50 + (i % 3) as i32,
+                1.0,
+                PodGroups::default(),
+            )]),
+        );
+        t.hpa = "default/web".into();
+        json += serde_json::to_vec(&t).unwrap().len() + 1;
+        store.record(t);
+    }
+    let block = store.traces.get("default/web").unwrap().len();
+    assert!(json > 15_000, "{json} bytes of JSON");
+    assert!(block < 2_500, "{block} bytes kept for {json} bytes of JSON");
+    assert_eq!(store.get("default/web").len(), TRACES_PER_HPA);
+}
+
+/// A block that does not decompress (or claims more than the guard allows) reads as no
+/// traces, and the next record starts the HPA's traces afresh; nothing panics.
+#[test]
+fn a_corrupt_block_reads_as_none_and_is_replaced() {
+    let store = TraceStore::new();
+    let h = hpa(1, 10, vec![cpu_spec(50)], None);
+    let trace = |i| {
+        let mut t = trace_of(
+            &HpaState::new(),
+            &h,
+            2,
+            now() + SignedDuration::from_secs(i),
+            Some(vec![cpu_result(2, 50, 1.0, PodGroups::default())]),
+        );
+        t.hpa = "default/web".into();
+        t
+    };
+    let mut huge = (u32::MAX).to_le_bytes().to_vec();
+    huge.extend_from_slice(b"\x10x");
+    for bad in [
+        b"\xff\xff".to_vec(),
+        b"\x20\x00\x00\x00\xff\xff\xff\xff".to_vec(),
+        huge,
+    ] {
+        store
+            .traces
+            .insert("default/web".into(), bad.clone().into_boxed_slice());
+        assert!(store.get("default/web").is_empty(), "{bad:?}");
+        assert_eq!(store.latest_of("default/web"), None);
+        store.record(trace(1));
+        assert_eq!(store.get("default/web"), vec![trace(1)]);
+    }
+}
