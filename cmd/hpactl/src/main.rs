@@ -127,8 +127,10 @@ enum Command {
         controller_log: Option<PathBuf>,
         /// Run this many replicas of --binary at once (give them --shards=N after `--`): each
         /// with its own bearer token, serving port and log, leader election in `default`; the
-        /// report adds each one's CPU, peak RSS, reconciles and requests.
-        #[arg(long, default_value_t = 1, value_name = "N", requires = "binary", value_parser = clap::value_parser!(u16).range(1..=64))]
+        /// report adds each one's CPU, peak RSS, reconciles and requests. With --dir (this
+        /// controller only): the replicas on the real cluster, leader election in
+        /// `kube-system`, the shards' RBAC granted first; their reconciles and CPU summed.
+        #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
         replicas: u16,
         /// Measure the fixture server alone (scale GETs and PodMetrics LISTs per second over
         /// loopback, `--duration` each) instead of running a controller.
@@ -330,6 +332,7 @@ fn main() -> ExitCode {
             warmup,
             apiserver_profile,
             controller_args,
+            replicas,
             ..
         } => real_bench_cmd(
             &dir,
@@ -338,6 +341,7 @@ fn main() -> ExitCode {
             [warmup.to_std(), duration.to_std(), baseline.to_std()],
             json,
             apiserver_profile,
+            usize::from(replicas),
             controller_args,
         ),
         Command::Bench {
@@ -630,7 +634,9 @@ pub(crate) fn controller_beside_hpactl() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("kube-hpa-controller"))
 }
 
-/// `hpactl bench --dir`: one controller against the populated real cluster in `dir`.
+/// `hpactl bench --dir`: one controller (or this controller's replicas) against the
+/// populated real cluster in `dir`.
+#[allow(clippy::too_many_arguments)]
 fn real_bench_cmd(
     dir: &Path,
     controller: RealController,
@@ -638,10 +644,17 @@ fn real_bench_cmd(
     [warmup, duration, baseline]: [std::time::Duration; 3],
     json: bool,
     apiserver_profile: Option<PathBuf>,
+    replicas: usize,
     flags: Vec<String>,
 ) -> ExitCode {
     use hpa_cluster::bench::{Controller, RealBenchConfig};
     let controller = match controller {
+        RealController::Kcm if replicas > 1 => {
+            eprintln!(
+                "--replicas: upstream's kube-controller-manager runs alone (--controller self)"
+            );
+            return ExitCode::from(EXIT_INVALID);
+        }
         RealController::Kcm => Controller::Kcm,
         RealController::SelfBinary => {
             Controller::SelfBinary(binary.unwrap_or_else(controller_beside_hpactl))
@@ -661,6 +674,7 @@ fn real_bench_cmd(
         duration,
         baseline,
         apiserver_profile,
+        replicas,
     };
     let result = runtime.block_on(async {
         let cluster = hpa_cluster::Cluster::open(dir)?;
@@ -693,6 +707,10 @@ struct BenchArgs {
 }
 
 fn bench_cmd(args: BenchArgs) -> ExitCode {
+    if args.replicas > 1 && args.binary.is_none() {
+        eprintln!("--replicas: more than one needs --binary (or --dir: a real cluster)");
+        return ExitCode::from(EXIT_INVALID);
+    }
     // A generated cluster's objects are loaded one at a time, never all held as values.
     let loaded = match &args.scenario {
         Some(file) => scenario::load_file(file)

@@ -920,6 +920,64 @@ fn populate_and_bench_either_controller() {
             assert!(n < 0.5, "self: {n} scale GETs per reconcile: {report}");
         }
     }
+
+    // Two replicas sharing two shards (issue 26 item 3 on the real control plane): the bench
+    // grants the shards' RBAC, starts both with leader election, and sums what they did.
+    // Together they reconcile every HPA once per period, each its own shard's HPAs.
+    let report = hpactl(&[
+        "bench",
+        "--dir",
+        &dir,
+        "--controller",
+        "self",
+        "--binary",
+        binary.to_str().unwrap(),
+        "--replicas",
+        "2",
+        "--warmup",
+        "12s",
+        "--duration",
+        "8s",
+        "--baseline",
+        "2s",
+        "--json",
+        "--",
+        SYNC,
+        "--shards=2",
+        "--leader-elect-lease-duration=8s",
+        "--leader-elect-renew-deadline=5s",
+        "--leader-elect-retry-period=1s",
+    ]);
+    let replicas = report["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 2, "{report}");
+    let mut sum = 0;
+    for r in replicas {
+        let n = r["reconciles"].as_u64().unwrap();
+        assert!(n > 0, "a replica without a shard: {report}");
+        assert!(r["cpu_s"].as_f64().unwrap() > 0.0, "{report}");
+        assert!(r["peak_rss_mib"].as_f64().unwrap() > 0.0, "{report}");
+        sum += n;
+    }
+    assert_eq!(report["reconciles"], sum, "{report}");
+    let per = report["reconciles_per_hpa_per_sync"].as_f64().unwrap();
+    assert!(
+        (0.7..=1.3).contains(&per),
+        "two replicas: {per} reconciles per HPA per sync: {report}"
+    );
+    // Upstream's controller runs alone.
+    let out = Command::new(env!("CARGO_BIN_EXE_hpactl"))
+        .args([
+            "bench",
+            "--dir",
+            &dir,
+            "--controller",
+            "kcm",
+            "--replicas",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
 /// The pods' projection (what the controller keeps of a pod) of every pod, read with

@@ -36,34 +36,12 @@ const PERIOD: Duration = Duration::from_secs(5);
 const LEASE: Duration = Duration::from_secs(8);
 const WAIT: Duration = Duration::from_secs(90);
 
-/// What `--shards=3` needs beyond `config/rbac.yaml`, as the chart renders it.
+/// What `--shards=3` needs beyond `config/rbac.yaml`, as the chart renders it (as a `List`
+/// for `kubectl apply`).
 fn shard_rbac() -> String {
-    let names: Vec<String> = (0..SHARDS)
-        .flat_map(|s| {
-            (0..16).map(move |b| format!("\"kube-hpa-controller-shard-{s}-history-{b}\""))
-        })
-        .collect();
-    format!(
-        r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {{name: kube-hpa-controller-shards, namespace: kube-system}}
-rules:
-  - apiGroups: ["coordination.k8s.io"]
-    resources: ["leases"]
-    verbs: ["list", "delete"]
-  - apiGroups: [""]
-    resources: ["configmaps"]
-    resourceNames: [{}]
-    verbs: ["get", "update"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {{name: kube-hpa-controller-shards, namespace: kube-system}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: kube-hpa-controller-shards}}
-subjects: [{{kind: ServiceAccount, name: kube-hpa-controller, namespace: kube-system}}]
-"#,
-        names.join(", ")
-    )
+    serde_json::json!({"apiVersion": "v1", "kind": "List",
+        "items": hpa_cluster::bench::shard_rbac(SHARDS as usize)})
+    .to_string()
 }
 
 fn start(cluster: &Cluster, name: &str, kubeconfig: &Path, port: u16) -> ProcessRecord {

@@ -68,6 +68,26 @@ pub struct RealBenchConfig {
     /// Where to write a CPU profile of kube-apiserver taken over the measured window (its
     /// `/debug/pprof/profile`, gzipped protobuf, for `go tool pprof`); none when `None`.
     pub apiserver_profile: Option<PathBuf>,
+    /// How many replicas of this controller run at once (1: one, without leader election).
+    /// More than one run with `--leader-elect=true` (unless `flags` say otherwise), each its
+    /// own process and serving port, as a Deployment's replicas do; with `--shards=N` in
+    /// `flags` the bench first grants what sharding needs beyond `config/rbac.yaml`
+    /// ([`shard_rbac`]). Reconciles and CPU are summed over the replicas, the peak RSS is the
+    /// largest; [`RealBenchReport::replicas`] has each. Upstream's controller runs alone.
+    pub replicas: usize,
+}
+
+/// One replica's share of a run ([`RealBenchReport::replicas`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaUsage {
+    /// Its component name in the cluster directory (its log is `NAME.log` there).
+    pub name: String,
+    /// Its reconciles in the window (`None` when its `/metrics` could not be read).
+    pub reconciles: Option<u64>,
+    /// Its CPU seconds in the window.
+    pub cpu_s: f64,
+    /// Its peak resident memory, MiB.
+    pub peak_rss_mib: f64,
 }
 
 /// What a real-cluster bench measured (`hpactl bench --dir --json`); the keys shared with the
@@ -131,8 +151,40 @@ pub struct RealBenchReport {
     /// by resource ([`consistency_checks`]): a check of a large resource inflates
     /// `apiserver_cpu_s` and `etcd_cpu_s` whichever controller runs.
     pub apiserver_consistency_checks: BTreeMap<String, u64>,
-    /// Seconds from start until the controller was ready (`/healthz` ok).
+    /// Seconds from start until the controller was ready (`/healthz` ok; every replica's).
     pub startup_s: f64,
+    /// Each replica of this controller (one entry for a single controller).
+    pub replicas: Vec<ReplicaUsage>,
+}
+
+/// What `--shards=shards` needs beyond `config/rbac.yaml`, as the chart grants it to the
+/// ServiceAccount `kube-system/kube-hpa-controller` for the default Lease
+/// `kube-system/kube-hpa-controller`: `list` and `delete` of Leases in the Lease namespace, and
+/// `get` and `update` of the shards' history ConfigMaps (16 per shard).
+pub fn shard_rbac(shards: usize) -> Vec<serde_json::Value> {
+    let names: Vec<String> = (0..shards)
+        .flat_map(|s| (0..16).map(move |b| format!("{SELF}-shard-{s}-history-{b}")))
+        .collect();
+    let meta =
+        serde_json::json!({"name": "kube-hpa-controller-shards", "namespace": "kube-system"});
+    vec![
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                 "verbs": ["list", "delete"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": names,
+                 "verbs": ["get", "update"]},
+            ],
+        }),
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "kube-hpa-controller-shards"},
+            "subjects": [{"kind": "ServiceAccount", "name": "kube-hpa-controller",
+                          "namespace": "kube-system"}],
+        }),
+    ]
 }
 
 /// The aggregated metrics server's `requests_total` by report key (`list pods.metrics.k8s.io`,
@@ -310,26 +362,36 @@ impl Cluster {
         }
     }
 
-    /// Starts this controller's binary as [`SELF`], serving on `port`, and waits for its
-    /// `/healthz`.
+    /// Starts this controller's binary as component `name`, serving on `port`, with
+    /// `--leader-elect=LEADER_ELECT` unless `flags` set it, and waits for its `/healthz`.
     pub(crate) async fn start_self(
         &self,
+        name: &str,
         binary: &std::path::Path,
         port: u16,
         flags: &[String],
+        leader_elect: bool,
     ) -> Result<ProcessRecord, ClusterError> {
-        self.stop_component(SELF, Duration::from_secs(10))?;
-        let mut args = vec![
-            format!("--kubeconfig={}", self.controller_kubeconfig().display()),
-            "--leader-elect=false".to_string(),
+        self.stop_component(name, Duration::from_secs(10))?;
+        let mut args = vec![format!(
+            "--kubeconfig={}",
+            self.controller_kubeconfig().display()
+        )];
+        if flag_value(flags, "leader-elect").is_none() {
+            args.push(format!("--leader-elect={leader_elect}"));
+        }
+        args.extend([
             "--bind-address=127.0.0.1".to_string(),
             format!("--secure-port={port}"),
-            format!("--cert-dir={}", self.dir().join("self-certs").display()),
+            format!(
+                "--cert-dir={}",
+                self.dir().join(format!("{name}-certs")).display()
+            ),
             ALWAYS_ALLOW.to_string(),
             "--v=2".to_string(),
-        ];
+        ]);
         args.extend(flags.iter().cloned());
-        let record = process::spawn(self.dir(), SELF, binary, &args, &[])?;
+        let record = process::spawn(self.dir(), name, binary, &args, &[])?;
         let client = self.serving_client(port).await?;
         self.wait_until_ready(&record, || {
             let client = client.clone();
@@ -402,28 +464,83 @@ impl Cluster {
             .filter(|(_, v)| *v > 0.0)
             .collect();
 
+        let replicas = config.replicas.max(1);
+        if replicas > 1 {
+            if matches!(config.controller, Controller::Kcm) {
+                return Err(ClusterError::Bench {
+                    message: "upstream's kube-controller-manager runs alone: --replicas is for \
+                              this controller"
+                        .into(),
+                });
+            }
+            let shards = flag_value(&config.flags, "shards").and_then(|v| v.parse::<usize>().ok());
+            if let Some(shards) = shards.filter(|n| *n > 1) {
+                let mut applier = crate::apply::Applier::new(admin.clone());
+                for obj in shard_rbac(shards) {
+                    applier.apply(obj).await?;
+                }
+            }
+        }
+
         let started = Instant::now();
-        let (name, record, port) = match &config.controller {
-            Controller::Kcm => {
-                let mut flags = vec![ALWAYS_ALLOW.to_string()];
-                flags.extend(config.flags.iter().cloned());
-                let record = self.start_kcm(&flags).await?;
-                ("kcm", record, self.state().ports.controller_manager)
-            }
-            Controller::SelfBinary(path) => {
-                let [port] = free_ports::<1>()?;
-                let record = self.start_self(path, port, &config.flags).await?;
-                ("self", record, port)
-            }
+        // (component name, process, serving port) of each controller process.
+        let mut running: Vec<(String, ProcessRecord, u16)> = Vec::new();
+        let name = match &config.controller {
+            Controller::Kcm => "kcm",
+            Controller::SelfBinary(_) => "self",
         };
+        let starting = async {
+            match &config.controller {
+                Controller::Kcm => {
+                    let mut flags = vec![ALWAYS_ALLOW.to_string()];
+                    flags.extend(config.flags.iter().cloned());
+                    let record = self.start_kcm(&flags).await?;
+                    let port = self.state().ports.controller_manager;
+                    running.push((crate::kcm::KCM.to_string(), record, port));
+                }
+                Controller::SelfBinary(path) => {
+                    for i in 0..replicas {
+                        let component = if replicas == 1 {
+                            SELF.to_string()
+                        } else {
+                            format!("{SELF}-{i}")
+                        };
+                        let [port] = free_ports::<1>()?;
+                        let record = self
+                            .start_self(&component, path, port, &config.flags, replicas > 1)
+                            .await?;
+                        running.push((component, record, port));
+                    }
+                }
+            }
+            Ok::<_, ClusterError>(())
+        }
+        .await;
+        let stop_all = |running: &[(String, ProcessRecord, u16)]| -> Result<(), ClusterError> {
+            for (component, _, _) in running {
+                self.stop_component(component, Duration::from_secs(10))?;
+            }
+            Ok(())
+        };
+        if let Err(e) = starting {
+            stop_all(&running)?;
+            return Err(e);
+        }
         let startup_s = started.elapsed().as_secs_f64();
-        let serving = self.serving_client(port).await?;
         let measured = async {
+            let mut serving = Vec::new();
+            for (_, _, port) in &running {
+                serving.push(self.serving_client(*port).await?);
+            }
             tokio::time::sleep(config.warmup).await;
             let warmup_s = started.elapsed().as_secs_f64() - startup_s;
-            let reconciles_before = self.reconciles(&serving).await;
+            let mut reconciles_before = Vec::new();
+            for client in &serving {
+                reconciles_before.push(self.reconciles(client).await);
+            }
             let before = self.request_counts(&admin).await?;
-            let controller_before = cpu_of(Some(&record));
+            let controller_before: Vec<f64> =
+                running.iter().map(|(_, r, _)| cpu_of(Some(r))).collect();
             let apiserver_before = cpu_of(apiserver.as_ref());
             let etcd_before = cpu_of(etcd.as_ref());
             let server_before = cpu_of(metrics_server.as_ref());
@@ -438,48 +555,44 @@ impl Cluster {
                 }
                 None => tokio::time::sleep(config.duration).await,
             }
-            let reconciles_after = self.reconciles(&serving).await;
-            let (controller_after, hwm_kib) =
-                proc_usage(&record.pid.to_string()).unwrap_or((0.0, 0));
+            let mut usage = Vec::new();
+            for (i, ((component, record, _), client)) in running.iter().zip(&serving).enumerate() {
+                let after = self.reconciles(client).await;
+                let (cpu_after, hwm_kib) = proc_usage(&record.pid.to_string()).unwrap_or((0.0, 0));
+                usage.push(ReplicaUsage {
+                    name: component.clone(),
+                    reconciles: match (reconciles_before[i], after) {
+                        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                        _ => None,
+                    },
+                    cpu_s: cpu_after - controller_before[i],
+                    peak_rss_mib: hwm_kib as f64 / 1024.0,
+                });
+            }
             let after = self.request_counts(&admin).await?;
             let apiserver_cpu_s = cpu_of(apiserver.as_ref()) - apiserver_before;
             let etcd_cpu_s = cpu_of(etcd.as_ref()) - etcd_before;
             let server_cpu_s = cpu_of(metrics_server.as_ref()) - server_before;
             let duration_s = measuring.elapsed().as_secs_f64();
-            let reconciles = match (reconciles_before, reconciles_after) {
-                (Some(b), Some(a)) => Some(a.saturating_sub(b)),
-                _ => None,
-            };
             Ok::<_, ClusterError>((
                 warmup_s,
                 duration_s,
                 before,
                 after,
-                reconciles,
-                controller_after - controller_before,
-                hwm_kib,
+                usage,
                 apiserver_cpu_s,
                 etcd_cpu_s,
                 server_cpu_s,
             ))
         }
         .await;
-        match &config.controller {
-            Controller::Kcm => self.stop_kcm()?,
-            Controller::SelfBinary(_) => self.stop_component(SELF, Duration::from_secs(10))?,
-        }
-        let (
-            warmup_s,
-            duration_s,
-            before,
-            after,
-            reconciles,
-            controller_cpu_s,
-            hwm_kib,
-            apiserver_cpu_s,
-            etcd_cpu_s,
-            server_cpu_s,
-        ) = measured?;
+        stop_all(&running)?;
+        let (warmup_s, duration_s, before, after, usage, apiserver_cpu_s, etcd_cpu_s, server_cpu_s) =
+            measured?;
+        // Summed over the replicas; unknown when one could not be read.
+        let reconciles: Option<u64> = usage.iter().map(|u| u.reconciles).sum();
+        let controller_cpu_s: f64 = usage.iter().map(|u| u.cpu_s).sum();
+        let peak_rss_mib = usage.iter().map(|u| u.peak_rss_mib).fold(0.0, f64::max);
         let run_s = duration_s;
 
         let apiserver_consistency_checks =
@@ -538,13 +651,14 @@ impl Cluster {
                 1.0 + metrics_total as f64 / hpas as f64
             },
             controller_cpu_s,
-            peak_rss_mib: hwm_kib as f64 / 1024.0,
+            peak_rss_mib,
             apiserver_cpu_s,
             etcd_cpu_s,
             apiserver_idle_cpu_s_per_s,
             etcd_idle_cpu_s_per_s,
             apiserver_consistency_checks,
             startup_s,
+            replicas: usage,
         })
     }
 }

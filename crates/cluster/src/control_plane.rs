@@ -143,6 +143,12 @@ pub enum ClusterError {
         /// The answer.
         source: Box<kube::Error>,
     },
+    /// A bench was asked what it cannot do.
+    #[error("bench: {message}")]
+    Bench {
+        /// Why.
+        message: String,
+    },
     /// A YAML manifest did not parse.
     #[error("{what}: {message}")]
     Manifest {

@@ -247,7 +247,9 @@ impl Cluster {
         let admin = self.admin_client().await?;
         self.stop_kcm()?;
         let [port] = free_ports::<1>()?;
-        let record = self.start_self(&config.binary, port, &config.flags).await?;
+        let record = self
+            .start_self(SELF, &config.binary, port, &config.flags, false)
+            .await?;
         let log_path = process::log_dir(self.dir()).join(format!("{SELF}.log"));
         let log_start = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         let serving = self.serving_client(port).await?;
