@@ -227,7 +227,7 @@ impl PodProjection {
 
     /// A matcher of `selector` against many pods that matches each run of pods sharing one
     /// label set once ([`SelectorMatcher`]).
-    pub fn matcher(selector: &hpa_metrics::Selector) -> SelectorMatcher<'_> {
+    pub(crate) fn matcher(selector: &hpa_metrics::Selector) -> SelectorMatcher<'_> {
         SelectorMatcher {
             selector,
             last: None,
@@ -299,14 +299,14 @@ impl PodProjection {
 /// (three scans of the namespace per reconcile: the selector check, the replica calculator's
 /// pods and the batched metrics' pod names). A label set is recognised by identity, never by
 /// content, so the answer is always the selector's own on those very labels.
-pub struct SelectorMatcher<'s> {
+pub(crate) struct SelectorMatcher<'s> {
     selector: &'s hpa_metrics::Selector,
     last: Option<(Arc<Labels>, bool)>,
 }
 
 impl SelectorMatcher<'_> {
     /// Whether the selector matches `pod`'s labels.
-    pub fn matches(&mut self, pod: &PodProjection) -> bool {
+    pub(crate) fn matches(&mut self, pod: &PodProjection) -> bool {
         if let Some((labels, hit)) = &self.last
             && Arc::ptr_eq(labels, &pod.labels)
         {
