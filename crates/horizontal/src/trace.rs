@@ -950,8 +950,8 @@ impl DecisionTrace {
 /// The block is LZ4's block format (`lz4_flex`), its uncompressed size in front. Deflate at
 /// its fastest level kept the same ten traces in 1.5 KB, but compressing and inflating them
 /// took about 35 µs against 5 µs, and its compressor zeroes some 300 KB of tables per call:
-/// at 100,000 HPAs on four replicas that was a fifth of the replicas' CPU (`perf` of
-/// `hpactl bench`, `docs/benchmarks.md`).
+/// about a fifth of a replica's CPU in `perf` of `hpactl bench` (10 pods per HPA,
+/// `docs/benchmarks.md`).
 #[derive(Debug, Default)]
 pub struct TraceStore {
     traces: DashMap<String, Box<[u8]>>,
