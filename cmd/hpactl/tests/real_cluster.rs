@@ -857,8 +857,9 @@ fn populate_and_bench_either_controller() {
     );
 
     let binary = controller_binary();
-    let bench = |controller: &str| {
-        hpactl(&[
+    // `hpactl bench --dir` for `controller`: `options` before `--`, `flags` after SYNC.
+    let bench = |controller: &str, options: &[&str], flags: &[&str]| {
+        let mut args = vec![
             "bench",
             "--dir",
             &dir,
@@ -866,19 +867,19 @@ fn populate_and_bench_either_controller() {
             controller,
             "--binary",
             binary.to_str().unwrap(),
-            "--warmup",
-            "5s",
             "--duration",
             "8s",
             "--baseline",
             "2s",
             "--json",
-            "--",
-            SYNC,
-        ])
+        ];
+        args.extend_from_slice(options);
+        args.extend_from_slice(&["--", SYNC]);
+        args.extend_from_slice(flags);
+        hpactl(&args)
     };
     for controller in ["kcm", "self"] {
-        let report = bench(controller);
+        let report = bench(controller, &["--warmup", "5s"], &[]);
         assert_eq!(report["controller"], controller, "{report}");
         assert_eq!(report["hpas"], 20, "{report}");
         assert_eq!(report["pods"], 60, "{report}");
@@ -924,30 +925,16 @@ fn populate_and_bench_either_controller() {
     // Two replicas sharing two shards (issue 26 item 3 on the real control plane): the bench
     // grants the shards' RBAC, starts both with leader election, and sums what they did.
     // Together they reconcile every HPA once per period, each its own shard's HPAs.
-    let report = hpactl(&[
-        "bench",
-        "--dir",
-        &dir,
-        "--controller",
+    let report = bench(
         "self",
-        "--binary",
-        binary.to_str().unwrap(),
-        "--replicas",
-        "2",
-        "--warmup",
-        "12s",
-        "--duration",
-        "8s",
-        "--baseline",
-        "2s",
-        "--json",
-        "--",
-        SYNC,
-        "--shards=2",
-        "--leader-elect-lease-duration=8s",
-        "--leader-elect-renew-deadline=5s",
-        "--leader-elect-retry-period=1s",
-    ]);
+        &["--replicas", "2", "--warmup", "12s"],
+        &[
+            "--shards=2",
+            "--leader-elect-lease-duration=8s",
+            "--leader-elect-renew-deadline=5s",
+            "--leader-elect-retry-period=1s",
+        ],
+    );
     let replicas = report["replicas"].as_array().unwrap();
     assert_eq!(replicas.len(), 2, "{report}");
     let mut sum = 0;
