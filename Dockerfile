@@ -26,6 +26,7 @@ RUN hack/release.sh --profile release /out
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/kube-hpa-controller /usr/local/bin/kube-hpa-controller
 COPY --from=build /out/kube-hpa-controller.cdx.json /usr/share/doc/kube-hpa-controller/kube-hpa-controller.cdx.json
+COPY --from=build /src/LICENSE /usr/share/doc/kube-hpa-controller/LICENSE
 # distroless's nonroot user; the Deployment and the chart also set runAsNonRoot.
 USER 65532:65532
 EXPOSE 10257

@@ -6,7 +6,7 @@
 #
 # For each Rust target triple (default: the host, built without --target), builds `hpactl`
 # with `cargo build --profile PROFILE --locked -p hpactl --target TARGET` (PROFILE: release),
-# packs it as `kubectl-hpa_explain` (with LICENSE when the repository has one) into
+# packs it as `kubectl-hpa_explain` with LICENSE (krew-index requires one in every archive) into
 # DIR/kubectl-hpa_explain-vVERSION-OS-ARCH.tar.gz, and writes DIR/hpa-explain.yaml from
 # plugins/krew/hpa-explain.yaml with VERSION, each archive's URI (BASE-URL/ARCHIVE) and sha256
 # filled in. Platforms of the template that were not built are left out of the written
@@ -48,6 +48,7 @@ if [[ -z "$base_url" ]]; then
     repository=$(sed -n '/^\[workspace.package\]/,/^\[/s/^repository = "\(.*\)"/\1/p' Cargo.toml)
     base_url="$repository/releases/download/v$version"
 fi
+[[ -f LICENSE ]] || die "no LICENSE in the repository (krew-index requires one in each archive)"
 host=$(rustc -vV | sed -n 's/^host: //p')
 if [[ ${#targets[@]} -eq 0 ]]; then
     # The host's build, without --target: it shares the ordinary build directory.
@@ -103,11 +104,8 @@ for target in "${targets[@]}"; do
     dir="$stage/$os-$arch"
     mkdir -p "$dir"
     cp "$bin_dir/hpactl$exe" "$dir/kubectl-hpa_explain$exe"
-    files=("kubectl-hpa_explain$exe")
-    if [[ -f LICENSE ]]; then
-        cp LICENSE "$dir/LICENSE"
-        files+=(LICENSE)
-    fi
+    cp LICENSE "$dir/LICENSE"
+    files=("kubectl-hpa_explain$exe" LICENSE)
     archive="kubectl-hpa_explain-v$version-$os-$arch.tar.gz"
     tar -C "$dir" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
         -cf - "${files[@]}" | gzip -n -9 >"$out/$archive"

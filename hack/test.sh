@@ -52,6 +52,11 @@ else
     # --workspace: the features the workspace test above built with (no rebuild for -p alone).
     KUBE_VERSIONS=$KUBE_VERSIONS cargo test --workspace --test 'real_cluster*' -- --ignored --test-threads=1
     echo "   real-cluster tests took $((SECONDS - started)) s"
+    # The krew manifest, checked by krew itself (built from its Go module), with that kubectl.
+    echo "== hack/tests/krew_sh.sh (the kubectl plugin's krew manifest and archive)"
+    started=$SECONDS
+    hack/tests/krew_sh.sh "$(hack/kube.sh path "${kube_versions[0]}")"
+    echo "   took $((SECONDS - started)) s"
 fi
 
 # Last, as its `cargo auditable` build of the workspace's crates replaces the plain build's.

@@ -271,22 +271,29 @@ const DEMO_SCENARIO: &str = include_str!("../../../test-fixtures/demo/demo.yaml"
 /// Exit status for an invalid scenario file or bad arguments.
 const EXIT_INVALID: u8 = 2;
 
+/// `--version` (`hpactl`'s, and the plugins'): the version and commit, or with `raw` every
+/// build field.
+fn print_version(v: VersionFlag) -> ExitCode {
+    if v == VersionFlag::Raw {
+        out::text(&BUILD_INFO.raw_text());
+    } else {
+        out::text(&BUILD_INFO.version_text("hpactl"));
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Installed as a kubectl plugin (`kubectl-hpa_explain`), the name says the subcommand.
     let command = match args.first().and_then(plugin::Plugin::of) {
-        Some(plugin) => plugin.parse(args),
+        Some(plugin) => match plugin.parse(args) {
+            plugin::Invocation::Version(v) => return print_version(v),
+            plugin::Invocation::Run(command) => *command,
+        },
         None => {
             let cli = Cli::parse_from(args);
             match (cli.version, cli.command) {
-                (Some(VersionFlag::Raw), _) => {
-                    out::text(&BUILD_INFO.raw_text());
-                    return ExitCode::SUCCESS;
-                }
-                (Some(VersionFlag::True), _) => {
-                    out::text(&BUILD_INFO.version_text("hpactl"));
-                    return ExitCode::SUCCESS;
-                }
+                (Some(v @ (VersionFlag::Raw | VersionFlag::True)), _) => return print_version(v),
                 (_, Some(command)) => command,
                 (_, None) => {
                     use clap::CommandFactory;

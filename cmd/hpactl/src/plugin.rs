@@ -10,9 +10,23 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::{Arg, CommandFactory, FromArgMatches};
+use hpa_config::VersionFlag;
 
 use crate::{Cli, Command, SimulateArgs, explain::ExplainArgs};
+
+/// What a plugin's command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// `--version` or `--version=raw` (alone): print the version and quit, as `hpactl
+    /// --version` does.
+    Version(VersionFlag),
+    /// The subcommand.
+    Run(Box<Command>),
+}
+
+/// The id of the plugins' `--version` argument.
+const VERSION_ARG: &str = "plugin-version";
 
 /// A subcommand of `hpactl` that is also a kubectl plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +73,8 @@ impl Plugin {
     }
 
     /// The subcommand's parser under the plugin's name: its arguments, help and errors, with
-    /// `kubectl hpa-explain` where `hpactl explain` would be.
+    /// `kubectl hpa-explain` where `hpactl explain` would be; and `hpactl`'s `--version`,
+    /// which takes no other argument.
     pub fn clap_command(self) -> clap::Command {
         let sub = Cli::command()
             .find_subcommand(self.subcommand())
@@ -68,20 +83,35 @@ impl Plugin {
         sub.name(self.kubectl_command())
             .bin_name(self.kubectl_command())
             .display_name(self.kubectl_command())
+            .arg(
+                Arg::new(VERSION_ARG)
+                    .long("version")
+                    .value_name("version")
+                    .num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("true")
+                    .value_parser(VersionFlag::parse)
+                    .exclusive(true)
+                    .help("--version, --version=raw prints version information and quits"),
+            )
     }
 
-    /// Parses the plugin's command line (program name first) into the subcommand, exiting
-    /// as clap does on `--help` (0) or bad arguments (2).
-    pub fn parse(self, args: Vec<OsString>) -> Command {
+    /// Parses the plugin's command line (program name first), exiting as clap does on
+    /// `--help` (0) or bad arguments (2).
+    pub fn parse(self, args: Vec<OsString>) -> Invocation {
         self.try_parse(args).unwrap_or_else(|e| e.exit())
     }
 
-    fn try_parse(self, args: Vec<OsString>) -> Result<Command, clap::Error> {
+    fn try_parse(self, args: Vec<OsString>) -> Result<Invocation, clap::Error> {
         let matches = self.clap_command().try_get_matches_from(args)?;
-        Ok(match self {
+        match matches.get_one::<VersionFlag>(VERSION_ARG) {
+            Some(VersionFlag::False) | None => {}
+            Some(&v) => return Ok(Invocation::Version(v)),
+        }
+        Ok(Invocation::Run(Box::new(match self {
             Plugin::Explain => Command::Explain(ExplainArgs::from_arg_matches(&matches)?),
             Plugin::Simulate => Command::Simulate(SimulateArgs::from_arg_matches(&matches)?),
-        })
+        })))
     }
 }
 
@@ -112,16 +142,41 @@ mod tests {
             .try_parse(args(&["kubectl-hpa_explain", "ns/web", "-o", "json"]))
             .unwrap();
         assert!(
-            matches!(&cmd, Command::Explain(a) if a.hpa == "ns/web"),
+            matches!(&cmd, Invocation::Run(c) if matches!(&**c, Command::Explain(a) if a.hpa == "ns/web")),
             "{cmd:?}"
         );
         let cmd = Plugin::Simulate
             .try_parse(args(&["kubectl-hpa_simulate", "sim.yaml", "--out", "dir"]))
             .unwrap();
         assert!(
-            matches!(&cmd, Command::Simulate(a) if a.file == Path::new("sim.yaml")),
+            matches!(&cmd, Invocation::Run(c) if matches!(&**c, Command::Simulate(a) if a.file == Path::new("sim.yaml"))),
             "{cmd:?}"
         );
+    }
+
+    #[test]
+    fn a_plugin_prints_its_version_as_hpactl_does() {
+        for plugin in Plugin::ALL {
+            let name = plugin.file_name();
+            let v = |a: &[&str]| plugin.try_parse(args(a));
+            assert!(
+                matches!(
+                    v(&[name, "--version"]),
+                    Ok(Invocation::Version(VersionFlag::True))
+                ),
+                "{plugin:?}"
+            );
+            assert!(matches!(
+                v(&[name, "--version=raw"]),
+                Ok(Invocation::Version(VersionFlag::Raw))
+            ));
+            // Alone only; and a reported version cannot be set, as with hpactl.
+            assert!(v(&[name, "--version", "ns/web"]).is_err());
+            let err = v(&[name, "--version=v1.2.3"]).unwrap_err().to_string();
+            assert!(err.contains("not supported"), "{err}");
+        }
+        let help = Plugin::Explain.clap_command().render_help().to_string();
+        assert!(help.contains("--version"), "{help}");
     }
 
     #[test]
