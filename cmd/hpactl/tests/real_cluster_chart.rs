@@ -30,6 +30,8 @@ use serde_json::Value;
 
 const CHART: &str = "charts/kube-hpa-controller";
 const RULES: &str = "charts/kube-hpa-controller/rules/kube-hpa-controller.rules.yaml";
+/// `promtool test rules`'s unit tests of RULES.
+const RULES_TESTS: &str = "charts/kube-hpa-controller/rules/kube-hpa-controller.rules.test.yaml";
 const DASHBOARD: &str = "charts/kube-hpa-controller/dashboards/kube-hpa-controller.json";
 
 /// Every optional object on (with both controllers).
@@ -320,7 +322,45 @@ fn the_dashboard_and_the_rules_parse_and_name_their_metrics() {
     );
 }
 
-/// promtool (Debian package `prometheus`) when it is on PATH.
+/// Every alert of the rules file has a unit test in which it fires.
+#[test]
+fn every_alert_has_a_firing_unit_test() {
+    let rules: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo().join(RULES)).unwrap()).unwrap();
+    let alerts: BTreeSet<String> = rules["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter_map(|r| r["alert"].as_str().map(str::to_string))
+        .collect();
+    let tests: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo().join(RULES_TESTS)).unwrap())
+            .unwrap();
+    let firing: BTreeSet<String> = tests["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["alert_rule_test"].as_array().unwrap())
+        .filter(|a| a["exp_alerts"].as_array().is_some_and(|e| !e.is_empty()))
+        .map(|a| a["alertname"].as_str().unwrap().to_string())
+        .collect();
+    assert!(alerts.len() >= 10, "{alerts:?}");
+    let untested: Vec<_> = alerts.difference(&firing).collect();
+    assert!(
+        untested.is_empty(),
+        "alerts without a firing test in {RULES_TESTS}: {untested:?}"
+    );
+    let unknown: Vec<_> = firing.difference(&alerts).collect();
+    assert!(
+        unknown.is_empty(),
+        "{RULES_TESTS} tests alerts {RULES} lacks: {unknown:?}"
+    );
+}
+
+/// promtool (Debian package `prometheus`) when it is on PATH: the rules are valid, and their
+/// unit tests (each alert firing on the series this controller exports, and silent where it
+/// must be) pass.
 #[test]
 fn promtool_accepts_the_rules() {
     let Some(promtool) = std::env::var_os("PATH").and_then(|paths| {
@@ -341,6 +381,21 @@ fn promtool_accepts_the_rules() {
     assert!(
         out.contains(&format!("SUCCESS: {count} rules found")),
         "promtool: {out}"
+    );
+    let tests = repo().join(RULES_TESTS);
+    let out = Command::new(&promtool)
+        .args(["test", "rules", tests.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("SUCCESS"),
+        "promtool test rules {RULES_TESTS}: {}\n{text}",
+        out.status
     );
 }
 
