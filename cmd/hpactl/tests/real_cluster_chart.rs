@@ -1,10 +1,11 @@
 //! The Helm chart `charts/kube-hpa-controller`, the kustomize base `config/`, the Grafana
 //! dashboard and the Prometheus rules: helm lint; the chart's default render is the kustomize
 //! base's objects (and its shadow render config/shadow.yaml's); the values interface renders
-//! as documented; every render is accepted by a real kube-apiserver (server-side dry run) and
-//! `helm install`/`helm upgrade` switch between shadow and active mode; every metric the
-//! dashboard and the rules name is one this controller exports (scraped from the binary
-//! against a real cluster) or kube-state-metrics'/Prometheus' own; promtool accepts the rules.
+//! as documented; every render is accepted by a real kube-apiserver (server-side dry run, the
+//! monitoring kinds against the Prometheus Operator's own CRDs) and `helm install`/`helm
+//! upgrade` switch between shadow and active mode; every metric the dashboard and the rules
+//! name is one this controller exports (scraped from the binary against a real cluster) or
+//! kube-state-metrics'/Prometheus' own; promtool accepts the rules and their unit tests pass.
 //!
 //! The ones that need helm (`hack/helm.sh build`) or upstream's binaries (`hack/kube.sh
 //! build`) are ignored by a plain `cargo test`; `hack/test.sh` runs them with `--ignored`.
@@ -624,40 +625,30 @@ fn the_values_interface_renders_as_documented() {
     );
 }
 
-/// Minimal CustomResourceDefinitions of the Prometheus Operator's kinds the chart renders
-/// (monitoring.coreos.com/v1, namespaced, any spec): enough for the API server to accept the
-/// objects; their fields are not validated (the operator's own CRDs are not vendored here).
+/// The Prometheus Operator's own CustomResourceDefinitions of the kinds the chart renders
+/// (ServiceMonitor, PodMonitor, PrometheusRule), from its Go module (`hack/monitoring-crds.sh`):
+/// the API server validates the chart's objects against the operator's schemas, strictly
+/// (`kubectl apply` refuses unknown fields).
 fn monitoring_crds() -> String {
-    let mut out = String::new();
-    for (kind, plural) in [
-        ("ServiceMonitor", "servicemonitors"),
-        ("PodMonitor", "podmonitors"),
-        ("PrometheusRule", "prometheusrules"),
-    ] {
-        out.push_str(&format!(
-            "---
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {{kind: {kind}, plural: {plural}, singular: {singular}, listKind: {kind}List}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-",
-            singular = kind.to_lowercase()
-        ));
+    let out = Command::new(repo().join("hack/monitoring-crds.sh"))
+        .output()
+        .expect("run hack/monitoring-crds.sh");
+    assert!(
+        out.status.success(),
+        "hack/monitoring-crds.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let mut yaml = String::new();
+    for plural in ["servicemonitors", "podmonitors", "prometheusrules"] {
+        let file = dir.join(format!("monitoring.coreos.com_{plural}.yaml"));
+        yaml.push_str("---\n");
+        yaml.push_str(&std::fs::read_to_string(&file).unwrap_or_else(|e| {
+            panic!("{}: {e}", file.display());
+        }));
+        yaml.push('\n');
     }
-    out
+    yaml
 }
 
 /// Every render is accepted by the real API server (server-side dry run: admission, schema
@@ -671,7 +662,7 @@ fn the_api_server_accepts_the_chart_and_helm_switches_shadow_and_active() {
         rt.block_on(async {
             let c = cluster_up(release, "chart").await;
             kubectl(&c, &["create", "namespace", "autoscaling"], None);
-            kubectl(&c, &["apply", "-f", "-"], Some(&monitoring_crds()));
+            kubectl(&c, &["create", "-f", "-"], Some(&monitoring_crds()));
             kubectl(
                 &c,
                 &[
