@@ -76,6 +76,16 @@ pub fn set_verbosity(v: i32) {
 /// The filter for `-v`: this process's messages down to [`level_for`]`(v)`; the HTTP/TLS
 /// libraries stay at INFO unless `-v` ≥ 6 (where client-go starts logging requests), and at
 /// DEBUG below TRACE levels (`-v` ≥ 8 lets everything through).
+///
+/// Below `-v=6`, kube-client's per-request and per-watch lines are off, at every level:
+/// its HTTP trace layer logs each 5xx answer as an error ("failed with status 503 Service
+/// Unavailable"), its response decoding a warning with the whole body, its watch streams a
+/// warning at each timeout or EOF, and kube-runtime's watcher a warning at each 403. client-go
+/// writes none of these below V(6): it returns the error to its caller, which logs it as
+/// upstream does ("Unhandled Error", "Failed to watch"), so a metrics API answering 503
+/// wrote an error line per reconcile that kube-controller-manager does not. kube-client's TLS
+/// and configuration warnings (a CA bundle that could not be reloaded, an insecure or
+/// overridden server) stay.
 pub fn filter_directives(v: i32) -> String {
     let level = level_for(v).to_string().to_lowercase();
     let libs = match v {
@@ -83,8 +93,13 @@ pub fn filter_directives(v: i32) -> String {
         6..=7 => "debug",
         _ => "trace",
     };
+    let per_request = if v < 6 {
+        ",kube_client::client=off,kube_client::client::tls=info,kube_runtime::watcher=off"
+    } else {
+        ""
+    };
     format!(
-        "{level},hyper={libs},hyper_util={libs},h2={libs},rustls={libs},tower={libs},tower_http={libs},kube_client={libs},kube_runtime={libs}"
+        "{level},hyper={libs},hyper_util={libs},h2={libs},rustls={libs},tower={libs},tower_http={libs},kube_client={libs},kube_runtime={libs}{per_request}"
     )
 }
 
@@ -295,6 +310,62 @@ mod tests {
         assert!(filter_directives(6).contains("kube_client=debug"));
         for v in [0, 2, 4, 6, 9] {
             assert!(EnvFilter::try_new(filter_directives(v)).is_ok());
+        }
+    }
+
+    /// The lines that kube-client and kube-runtime write per request or per watch show only
+    /// from `-v=6`, where client-go logs requests; their TLS and configuration warnings, and
+    /// this process's errors, at every `-v`.
+    #[test]
+    fn kube_clients_per_request_lines_show_from_v6_only() {
+        use std::sync::{Arc, Mutex};
+        let emitted = |v: i32| -> Vec<String> {
+            let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
+            let sink = lines.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(EnvFilter::new(filter_directives(v)))
+                .with_ansi(false)
+                .with_writer(move || SharedVec(sink.clone()))
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::error!(target: "kube_client::client::builder", "failed with status 503 Service Unavailable");
+                tracing::warn!(target: "kube_client::client", "eof in poll");
+                tracing::warn!(target: "kube_runtime::watcher", "watch list error with 403");
+                tracing::warn!(target: "kube_client::client::tls", "failed to reload CA bundle; keeping stale roots");
+                tracing::warn!(target: "kube_client::config", "overriding cluster URL");
+                tracing::error!(target: "kube_hpa_controller::app", "Unhandled Error");
+            });
+            let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+            text.lines().map(str::to_owned).collect()
+        };
+        for v in [0, 2, 4, 5] {
+            let lines = emitted(v);
+            let has = |m: &str| lines.iter().any(|l| l.contains(m));
+            assert!(!has("failed with status"), "-v={v}: {lines:#?}");
+            assert!(!has("eof in poll"), "-v={v}: {lines:#?}");
+            assert!(!has("error with 403"), "-v={v}: {lines:#?}");
+            assert!(has("failed to reload CA bundle"), "-v={v}: {lines:#?}");
+            assert!(has("overriding cluster URL"), "-v={v}: {lines:#?}");
+            assert!(has("Unhandled Error"), "-v={v}: {lines:#?}");
+        }
+        for v in [6, 8] {
+            assert_eq!(emitted(v).len(), 6, "-v={v}");
+        }
+    }
+
+    /// A `MakeWriter` target appending to a shared buffer.
+    struct SharedVec(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for SharedVec {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
 

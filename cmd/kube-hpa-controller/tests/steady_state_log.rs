@@ -125,3 +125,79 @@ async fn a_steady_state_reconcile_writes_no_line_at_v2() {
     c.stop();
     server.stop().await.unwrap();
 }
+
+/// A metrics API answering 503 writes upstream's lines at `-v=2` and not kube-client's own
+/// `failed with status 503 Service Unavailable` error per request, which client-go has only
+/// from V(6) (seen beside KCM 1.36.3 with an injected fault). At `-v=6` it is there: the
+/// filter names the target kube-client really logs under.
+#[tokio::test(flavor = "current_thread")]
+async fn a_metrics_api_answering_503_writes_no_client_library_error_below_v6() {
+    let s = scenario::load_file(std::path::Path::new(EXAMPLE)).unwrap();
+    let store = Store::from_scenario(&s).unwrap();
+    store.arm_faults(vec![hpa_fixtures::ArmedFault {
+        verb: hpa_fixtures::RequestVerb::List,
+        path: regex::Regex::new("^/apis/metrics.k8s.io/").unwrap(),
+        status: 503,
+        remaining: None,
+        message: None,
+    }]);
+    let server = FixtureServer::start_local(store.clone()).await.unwrap();
+    let client = server.client().unwrap();
+    let options = hpa_config::Options::from_flag_map(&s.flags)
+        .unwrap()
+        .options;
+    let apis = AvailableApis::new();
+    let c = HorizontalController::new(ControllerParts {
+        metrics_client: Arc::new(RestMetricsClient::with_available_apis(
+            client.clone(),
+            apis.clone(),
+        )),
+        client,
+        available_apis: Some(apis),
+        scale_client: None,
+        config: ControllerConfig::from_options(&options),
+        clock: Arc::new(store.virtual_clock().unwrap().clone()),
+        registry: prometheus::Registry::new(),
+        workqueue_metrics: None,
+        log_emissions: false,
+    })
+    .unwrap();
+    c.start_caches();
+    c.wait_for_cache_sync().await.unwrap();
+
+    // The process-wide -v stays 2 (the other test's); the filter alone differs.
+    set_verbosity(2);
+    for (v, shows) in [(2, false), (6, true)] {
+        let capture = Capture::default();
+        let writer = capture.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter_directives(v)))
+            .with_ansi(false)
+            .event_format(KlogFormat::Json)
+            .with_writer(move || writer.clone())
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        let _ = c.reconcile_key("default/web").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(guard);
+        let lines = capture.lines();
+        assert_eq!(
+            lines.iter().any(|l| l.contains("failed with status 503")),
+            shows,
+            "-v={v}: {lines:#?}"
+        );
+        let status = store.get(&ObjectKey::new(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "default",
+            "web",
+        ));
+        let conditions = status.unwrap()["status"]["conditions"].to_string();
+        assert!(
+            conditions.contains("FailedGetResourceMetric"),
+            "the reconcile read the metrics API and failed: {conditions}"
+        );
+    }
+    c.stop();
+    server.stop().await.unwrap();
+}
