@@ -47,6 +47,12 @@ pub trait HpaEventHandler: Send + Sync + 'static {
     /// cached object's `metadata.generation` before this event (the same object's on a
     /// resync).
     fn on_update(&self, old_generation: Option<i64>, hpa: &HorizontalPodAutoscaler);
+    /// The handler's resync re-delivered a cached HPA unchanged (client-go calls `UpdateFunc`
+    /// with the same object twice); by default, [`on_update`](Self::on_update) with its own
+    /// generation.
+    fn on_resync(&self, hpa: &HorizontalPodAutoscaler) {
+        self.on_update(hpa.metadata.generation, hpa);
+    }
     /// An HPA left the cache (`DeleteFunc`); `key` is `namespace/name`.
     fn on_delete(&self, key: &str);
 }
@@ -436,7 +442,7 @@ pub async fn run_hpa_informer<S>(
             () = tick => {
                 // The handler's resync: every cached HPA, as it is now, to `UpdateFunc`.
                 for hpa in index.state() {
-                    handler.on_update(hpa.metadata.generation, &hpa);
+                    handler.on_resync(&hpa);
                 }
                 continue;
             }

@@ -312,8 +312,9 @@ async fn a_delete_at_the_resync_instant_leaves_the_hpa_unregistered() {
 }
 
 /// Where `AddFunc` and `UpdateFunc` put an HPA (kubernetes#138294): `(ready, waiting)` after
-/// a new HPA, a spec change (generation 1 -> 2) and a status-only change or resync (1 -> 1),
-/// each a different HPA so that the queue's de-duplication does not hide one.
+/// a new HPA, a spec change (generation 1 -> 2), a status-only change (1 -> 1) and the
+/// handler's resync, each a different HPA so that the queue's de-duplication does not hide
+/// one.
 fn enqueue_placements(flags: &[(&str, &str)]) -> Vec<(usize, usize)> {
     let controller = HorizontalController::new(parts(config(flags))).unwrap();
     let inner = &controller.inner;
@@ -333,20 +334,21 @@ fn enqueue_placements(flags: &[(&str, &str)]) -> Vec<(usize, usize)> {
     step(&|| inner.on_add(&with_generation(0, 1)));
     step(&|| inner.on_update(Some(1), &with_generation(1, 2)));
     step(&|| inner.on_update(Some(1), &with_generation(2, 1)));
+    step(&|| inner.on_resync(&with_generation(3, 1)));
     out
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
     // 1.35 and 1.36: every add and update waits one sync period (AddRateLimited).
-    let later = vec![(0, 1), (0, 1), (0, 1)];
+    let later = vec![(0, 1), (0, 1), (0, 1), (0, 1)];
     assert_eq!(enqueue_placements(&[]), later);
     assert_eq!(enqueue_placements(&[("emulated-version", "1.36")]), later);
     // 1.37: a new HPA and a spec change (generation moved) at once; a status-only change or a
     // resync waits.
     assert_eq!(
         enqueue_placements(&[("emulated-version", "1.37")]),
-        vec![(1, 0), (1, 0), (0, 1)]
+        vec![(1, 0), (1, 0), (0, 1), (0, 1)]
     );
     // 1.37 without HPAGeneration: updates fall back to rate-limited; a new HPA still at once.
     assert_eq!(
@@ -354,7 +356,13 @@ async fn new_and_spec_changed_hpas_are_queued_at_once_from_1_37() {
             ("emulated-version", "1.37"),
             ("feature-gates", "HPAGeneration=false")
         ]),
-        vec![(1, 0), (0, 1), (0, 1)]
+        vec![(1, 0), (0, 1), (0, 1), (0, 1)]
+    );
+    // Shadow mode: an update (the active controller's status write) at once, to compare with
+    // what it has just written; a resync, which nothing wrote, waits a period as upstream's.
+    assert_eq!(
+        enqueue_placements(&[("emulated-version", "1.36"), ("shadow", "true")]),
+        vec![(0, 1), (1, 0), (1, 0), (0, 1)]
     );
 }
 
