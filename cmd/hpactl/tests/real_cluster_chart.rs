@@ -364,11 +364,7 @@ fn every_alert_has_a_firing_unit_test() {
 /// must be) pass.
 #[test]
 fn promtool_accepts_the_rules() {
-    let Some(promtool) = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("promtool"))
-            .find(|p| p.is_file())
-    }) else {
+    let Some(promtool) = on_path("promtool") else {
         println!("SKIPPED: promtool check rules {RULES}: no promtool on PATH");
         return;
     };
@@ -842,7 +838,7 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
             (shadow_port, "kube_hpa_controller_shadow_statuses_total{"),
             (sharded_port, "kube_hpa_controller_shards 2"),
         ];
-        let scraped = eventually(
+        let (scraped, texts) = eventually(
             Duration::from_secs(120),
             "both controllers' /metrics with what the dashboard reads",
             || async {
@@ -859,13 +855,31 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
                         return Err(format!("no {needle} on port {port}"));
                     }
                 }
-                Ok([&active, &shadow, &sharded]
-                    .into_iter()
-                    .flat_map(|t| exported(t))
-                    .collect::<BTreeSet<_>>())
+                Ok((
+                    [&active, &shadow, &sharded]
+                        .into_iter()
+                        .flat_map(|t| exported(t))
+                        .collect::<BTreeSet<_>>(),
+                    format!("{active}\n{shadow}\n{sharded}"),
+                ))
             },
         )
         .await;
+        match on_path("prometheus") {
+            None => eprintln!(
+                "SKIPPED: the dashboard's queries and the rules on Prometheus: no prometheus on PATH"
+            ),
+            Some(prometheus) => {
+                let jobs = [
+                    ("kube-hpa-controller", active_port),
+                    ("kube-hpa-controller-shadow", shadow_port),
+                    // Matched by neither the rules' controller nor shadow selector.
+                    ("kube-hpa-controller-sharded", sharded_port),
+                ];
+                dashboard_and_rules_on_prometheus(&prometheus, c.dir(), &jobs, &scraped, &texts)
+                    .await;
+            }
+        }
         let missing: Vec<_> = referenced
             .iter()
             .filter(|(name, _)| !scraped.contains(*name) && !NOT_OURS.contains(&name.as_str()))
@@ -880,4 +894,213 @@ fn every_metric_the_dashboard_and_rules_read_is_exported() {
             referenced.keys().filter(|n| scraped.contains(*n)).count()
         );
     });
+}
+
+/// An executable named `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// GET `path_and_query` of Prometheus' HTTP API on 127.0.0.1:`port`; the body as JSON
+/// (Prometheus answers a bad query with a JSON error body too).
+fn prometheus_get(port: u16, path_and_query: &str) -> Result<Value, String> {
+    use std::io::{Read, Write};
+    let mut stream =
+        std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {path_and_query} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
+    let answer = String::from_utf8_lossy(&answer);
+    let (_, body) = answer
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no HTTP body: {answer}"))?;
+    serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))
+}
+
+/// A query string's value, percent-encoded.
+fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// A dashboard expression as Grafana sends it: its variables at "All" (a value of the label
+/// required, as Grafana's multi-value "All" is a list of the values seen), a 30 s rate
+/// interval (four times the 1 s scrape interval, at least, as Grafana's `$__rate_interval`),
+/// and `label_values(METRIC{...}, LABEL)` as the series query it is, counted by LABEL.
+fn as_promql(expr: &str) -> String {
+    let expr = expr
+        .replace("$__rate_interval", "30s")
+        .replace("$__range", "2m")
+        .replace("$job", "kube-hpa-controller.*")
+        .replace("$namespace", ".+")
+        .replace("$hpa", ".+");
+    match expr
+        .strip_prefix("label_values(")
+        .and_then(|e| e.strip_suffix(')'))
+        .and_then(|e| e.rsplit_once(','))
+    {
+        Some((selector, label)) => format!("count by ({}) ({selector})", label.trim()),
+        None => expr,
+    }
+}
+
+/// The labels of an expression's `by (...)` clauses that its result keeps (not `le`, which
+/// `histogram_quantile` consumes).
+fn by_labels(expr: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("by (") {
+        rest = &rest[at + 4..];
+        if let Some(end) = rest.find(')') {
+            for label in rest[..end].split(',') {
+                let label = label.trim();
+                if !label.is_empty() && label != "le" {
+                    out.insert(label.to_string());
+                }
+            }
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// Prometheus (Debian's `prometheus`, the server promtool ships with) scrapes the controllers
+/// as the chart's ServiceMonitor does (HTTPS, every second) and loads the chart's rules; then
+/// every rule evaluates without error, and every dashboard query (its variables at "All")
+/// is valid PromQL and, where the controllers export its metric, returns series that carry
+/// the labels its `by` clauses and legends group by: label names the metrics do not have
+/// would leave panels empty or merged, which the metric-name check above cannot see.
+async fn dashboard_and_rules_on_prometheus(
+    prometheus: &std::path::Path,
+    dir: &std::path::Path,
+    jobs: &[(&str, u16)],
+    exported: &BTreeSet<String>,
+    texts: &str,
+) {
+    let port = free_ports(1)[0];
+    let mut config = format!(
+        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [{:?}]\nscrape_configs:\n",
+        repo().join(RULES).display().to_string()
+    );
+    for (job, target) in jobs {
+        config.push_str(&format!(
+            "  - {{job_name: {job}, scheme: https, tls_config: {{insecure_skip_verify: true}}, static_configs: [{{targets: [\"127.0.0.1:{target}\"]}}]}}\n"
+        ));
+    }
+    let config_file = dir.join("prometheus.yml");
+    std::fs::write(&config_file, config).unwrap();
+    process::spawn(
+        dir,
+        "prometheus",
+        prometheus,
+        &[
+            format!("--config.file={}", config_file.display()),
+            format!(
+                "--storage.tsdb.path={}",
+                dir.join("prometheus-data").display()
+            ),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ],
+        &[],
+    )
+    .unwrap();
+    // Every target up, and 40 s of samples: a 30 s rate window holds many.
+    eventually(
+        Duration::from_secs(60),
+        "Prometheus scraping every controller",
+        || async {
+            let up = prometheus_get(
+                port,
+                &format!("/api/v1/query?query={}", url_encode("up == 1")),
+            )?;
+            let n = up["data"]["result"].as_array().map_or(0, Vec::len);
+            if n == jobs.len() {
+                Ok(())
+            } else {
+                Err(format!("{n} of {} targets up: {up}", jobs.len()))
+            }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(40)).await;
+
+    let rules = prometheus_get(port, "/api/v1/rules").unwrap();
+    let mut evaluated = 0;
+    for group in rules["data"]["groups"].as_array().unwrap() {
+        for rule in group["rules"].as_array().unwrap() {
+            assert_eq!(
+                rule["health"], "ok",
+                "rule {} of group {}: {}",
+                rule["name"], group["name"], rule["lastError"]
+            );
+            evaluated += 1;
+        }
+    }
+    assert_eq!(evaluated, referenced_rule_count(), "{rules}");
+
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join(DASHBOARD)).unwrap()).unwrap();
+    let mut checked = 0;
+    for expr in dashboard_exprs(&dashboard) {
+        let query = as_promql(&expr);
+        let answer =
+            prometheus_get(port, &format!("/api/v1/query?query={}", url_encode(&query))).unwrap();
+        assert_eq!(answer["status"], "success", "{query}: {answer}");
+        let ours = metric_names(&expr)
+            .iter()
+            .all(|m| exported.contains(m) && !NOT_OURS.contains(&m.as_str()));
+        if !ours {
+            continue;
+        }
+        let series = answer["data"]["result"].as_array().unwrap();
+        assert!(!series.is_empty(), "no series for {query}");
+        let mut labels = by_labels(&query);
+        if let Some((_, label)) = expr
+            .strip_prefix("label_values(")
+            .and_then(|e| e.strip_suffix(')'))
+            .and_then(|e| e.rsplit_once(','))
+        {
+            labels.insert(label.trim().to_string());
+        }
+        // Each label is on some series (Prometheus drops a label whose value is empty, such
+        // as `reason` of an `agree`), or the metric exports it, empty.
+        let names = metric_names(&expr);
+        for label in &labels {
+            let on_a_series = series
+                .iter()
+                .any(|s| s["metric"][label].as_str().is_some_and(|v| !v.is_empty()));
+            let exported_empty = texts.lines().any(|l| {
+                names.iter().any(|n| l.starts_with(&format!("{n}{{")))
+                    && l.contains(&format!("{label}=\"\""))
+            });
+            assert!(
+                on_a_series || exported_empty,
+                "{query}: no series has the label {label}: {series:?}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 25, "only {checked} dashboard queries checked");
+    eprintln!(
+        "chart-metrics: Prometheus evaluated {evaluated} rules without error and answered {checked} dashboard queries with series"
+    );
 }
