@@ -454,6 +454,30 @@ async fn migrate(release: KubeRelease) {
         "the shadow differs from KCM: {compared:?}"
     );
     eprintln!("{release}: shadow beside KCM: {compared:?}");
+    // KCM has written every HPA before it is switched off (six agreeing comparisons may be of
+    // fewer HPAs: before 1.37 KCM first reconciles an HPA a sync period after it starts, and a
+    // reconcile that changes nothing writes nothing).
+    eventually(
+        Duration::from_secs(60),
+        "KCM has written every HPA's status",
+        || async {
+            let writes = writes_per_hpa(&c, &targets);
+            let unwritten: Vec<_> = targets
+                .values()
+                .filter(|h| {
+                    !writes
+                        .get(*h)
+                        .is_some_and(|w| w.iter().any(|x| x.user == KCM_USER))
+                })
+                .collect();
+            if unwritten.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("not yet written by KCM: {unwritten:?}"))
+            }
+        },
+    )
+    .await;
 
     // Step 3: KCM's HPA controller off, then the chart's controller active.
     let kcm_stopped = Timestamp::now();
