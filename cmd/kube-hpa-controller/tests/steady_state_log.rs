@@ -45,22 +45,22 @@ async fn until(mut f: impl FnMut() -> bool) {
     .expect("condition not reached");
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_steady_state_reconcile_writes_no_line_at_v2() {
-    set_verbosity(2);
+/// A subscriber writing the binary's JSON lines, filtered as at `-v=v`, into a capture.
+fn capturing(v: i32) -> (Capture, impl tracing::Subscriber + Send + Sync) {
     let capture = Capture::default();
     let writer = capture.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter_directives(2)))
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter_directives(v)))
         .with_ansi(false)
         .event_format(KlogFormat::Json)
         .with_writer(move || writer.clone())
         .finish();
-    // The current-thread runtime polls every task of the controller on this thread.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    (capture, subscriber)
+}
 
-    let s = scenario::load_file(std::path::Path::new(EXAMPLE)).unwrap();
-    let store = Store::from_scenario(&s).unwrap();
+/// The fixture server on `store` and the controller against it (the scenario's flags), its
+/// caches synced.
+async fn start(s: &scenario::Scenario, store: &Store) -> (FixtureServer, HorizontalController) {
     let server = FixtureServer::start_local(store.clone()).await.unwrap();
     let client = server.client().unwrap();
     let options = hpa_config::Options::from_flag_map(&s.flags)
@@ -84,6 +84,19 @@ async fn a_steady_state_reconcile_writes_no_line_at_v2() {
     .unwrap();
     c.start_caches();
     c.wait_for_cache_sync().await.unwrap();
+    (server, c)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_steady_state_reconcile_writes_no_line_at_v2() {
+    set_verbosity(2);
+    let (capture, subscriber) = capturing(2);
+    // The current-thread runtime polls every task of the controller on this thread.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let s = scenario::load_file(std::path::Path::new(EXAMPLE)).unwrap();
+    let store = Store::from_scenario(&s).unwrap();
+    let (server, c) = start(&s, &store).await;
 
     // The first reconcile scales 2 -> 4: "Successfully rescaled" (V(0)) and the status write
     // (V(2)) are upstream's lines for it.
@@ -141,41 +154,12 @@ async fn a_metrics_api_answering_503_writes_no_client_library_error_below_v6() {
         remaining: None,
         message: None,
     }]);
-    let server = FixtureServer::start_local(store.clone()).await.unwrap();
-    let client = server.client().unwrap();
-    let options = hpa_config::Options::from_flag_map(&s.flags)
-        .unwrap()
-        .options;
-    let apis = AvailableApis::new();
-    let c = HorizontalController::new(ControllerParts {
-        metrics_client: Arc::new(RestMetricsClient::with_available_apis(
-            client.clone(),
-            apis.clone(),
-        )),
-        client,
-        available_apis: Some(apis),
-        scale_client: None,
-        config: ControllerConfig::from_options(&options),
-        clock: Arc::new(store.virtual_clock().unwrap().clone()),
-        registry: prometheus::Registry::new(),
-        workqueue_metrics: None,
-        log_emissions: false,
-    })
-    .unwrap();
-    c.start_caches();
-    c.wait_for_cache_sync().await.unwrap();
+    let (server, c) = start(&s, &store).await;
 
     // The process-wide -v stays 2 (the other test's); the filter alone differs.
     set_verbosity(2);
     for (v, shows) in [(2, false), (6, true)] {
-        let capture = Capture::default();
-        let writer = capture.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter_directives(v)))
-            .with_ansi(false)
-            .event_format(KlogFormat::Json)
-            .with_writer(move || writer.clone())
-            .finish();
+        let (capture, subscriber) = capturing(v);
         let guard = tracing::subscriber::set_default(subscriber);
         let _ = c.reconcile_key("default/web").await;
         tokio::time::sleep(Duration::from_millis(200)).await;
