@@ -953,14 +953,19 @@ fn as_promql(expr: &str) -> String {
         .replace("$job", "kube-hpa-controller.*")
         .replace("$namespace", ".+")
         .replace("$hpa", ".+");
-    match expr
-        .strip_prefix("label_values(")
-        .and_then(|e| e.strip_suffix(')'))
-        .and_then(|e| e.rsplit_once(','))
-    {
-        Some((selector, label)) => format!("count by ({}) ({selector})", label.trim()),
+    match label_values(&expr) {
+        Some((selector, label)) => format!("count by ({label}) ({selector})"),
         None => expr,
     }
+}
+
+/// `label_values(SELECTOR, LABEL)`'s selector and label (a Grafana variable query).
+fn label_values(expr: &str) -> Option<(&str, &str)> {
+    let (selector, label) = expr
+        .strip_prefix("label_values(")?
+        .strip_suffix(')')?
+        .rsplit_once(',')?;
+    Some((selector, label.trim()))
 }
 
 /// The labels of an expression's `by (...)` clauses that its result keeps (not `le`, which
@@ -1065,7 +1070,8 @@ async fn dashboard_and_rules_on_prometheus(
         let answer =
             prometheus_get(port, &format!("/api/v1/query?query={}", url_encode(&query))).unwrap();
         assert_eq!(answer["status"], "success", "{query}: {answer}");
-        let ours = metric_names(&expr)
+        let names = metric_names(&expr);
+        let ours = names
             .iter()
             .all(|m| exported.contains(m) && !NOT_OURS.contains(&m.as_str()));
         if !ours {
@@ -1074,16 +1080,11 @@ async fn dashboard_and_rules_on_prometheus(
         let series = answer["data"]["result"].as_array().unwrap();
         assert!(!series.is_empty(), "no series for {query}");
         let mut labels = by_labels(&query);
-        if let Some((_, label)) = expr
-            .strip_prefix("label_values(")
-            .and_then(|e| e.strip_suffix(')'))
-            .and_then(|e| e.rsplit_once(','))
-        {
-            labels.insert(label.trim().to_string());
+        if let Some((_, label)) = label_values(&expr) {
+            labels.insert(label.to_string());
         }
         // Each label is on some series (Prometheus drops a label whose value is empty, such
         // as `reason` of an `agree`), or the metric exports it, empty.
-        let names = metric_names(&expr);
         for label in &labels {
             let on_a_series = series
                 .iter()
