@@ -1018,7 +1018,12 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
                     context: args.context.clone(),
                     ..Default::default()
                 };
-                let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+                let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+                // kube retries 429, 503 and 504 answers (up to 15 times, with backoff) unless
+                // told not to; client-go and so KCM do not without a `Retry-After`. With it, a
+                // metrics API answering 503 held one namespace's sampler for 20 to 47 s and
+                // the recording never saw the fault KCM saw (samples are to show what KCM read).
+                config.default_retry = false;
                 let client = kube::Client::try_from(config)?;
                 let version = record::server_version(&client).await;
                 // Every namespace on the same clock, each sampled by its own task.
