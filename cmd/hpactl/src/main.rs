@@ -1066,7 +1066,8 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
                         .map_or(1970, |s| s.at.to_zoned(jiff::tz::TimeZone::UTC).year());
                     let syncs = record::syncs_from_log(text, year, samples);
                     let rescales = record::rescales_from_log(text, year);
-                    record::scenario_with_syncs(samples, cfg, &syncs, &rescales)
+                    let events = record::events_from_log(text, year);
+                    record::scenario_with_syncs(samples, cfg, &syncs, &rescales, Some(&events))
                 }
                 None => record::scenario(samples, cfg),
             })

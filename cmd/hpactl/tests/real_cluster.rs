@@ -772,17 +772,26 @@ fn a_recording_of_kube_controller_manager_replays() {
             assert!(report.scale_changes > 0, "KCM scaled nothing: {report:?}");
             let text = std::fs::read_to_string(&log).unwrap();
             let mut expectations = 0;
+            // KCM's events (its broadcaster logs each at V(3)) are expected too.
+            let (mut with_events, mut expected_events) = (0, 0);
             for (samples, cfg) in samples.iter().zip(&configs) {
                 let year = samples[0].at.to_zoned(jiff::tz::TimeZone::UTC).year();
                 let syncs = record::syncs_from_log(&text, year, samples);
                 let rescales = record::rescales_from_log(&text, year);
-                let doc = record::scenario_with_syncs(samples, cfg, &syncs, &rescales);
-                expectations += doc["steps"]
+                let events = record::events_from_log(&text, year);
+                let doc =
+                    record::scenario_with_syncs(samples, cfg, &syncs, &rescales, Some(&events));
+                for expect in doc["steps"]
                     .as_array()
                     .unwrap()
                     .iter()
-                    .filter(|s| s.get("expect").is_some())
-                    .count();
+                    .filter_map(|s| s.get("expect"))
+                {
+                    expectations += 1;
+                    let events = expect.get("events").and_then(Value::as_array);
+                    with_events += usize::from(events.is_some());
+                    expected_events += events.map_or(0, Vec::len);
+                }
                 let scenario =
                     hpa_fixtures::scenario::scenario_from_value(doc.clone(), &cfg.name).unwrap();
                 let outcome = hpa_fixtures::replay::run_isolated(scenario).await;
@@ -797,6 +806,15 @@ fn a_recording_of_kube_controller_manager_replays() {
             assert!(
                 expectations >= 10,
                 "only {expectations} expectations recorded"
+            );
+            // Every expected reconcile's events were read from KCM's log (none in a form the
+            // recorder cannot read).
+            assert_eq!(
+                with_events, expectations,
+                "expectations without KCM's events"
+            );
+            eprintln!(
+                "{release}: {expectations} expectations, with {expected_events} of KCM's events"
             );
         });
     }
