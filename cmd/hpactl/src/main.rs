@@ -1057,6 +1057,13 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
             ),
             None => None,
         };
+        // The rescales and events of the log depend only on the year its lines are read in
+        // (the same for every namespace of one run): read once per year, not per namespace.
+        type ByYear = (
+            BTreeMap<String, Vec<jiff::Timestamp>>,
+            BTreeMap<String, Vec<record::LoggedEvent>>,
+        );
+        let mut by_year: BTreeMap<i16, ByYear> = BTreeMap::new();
         Ok(recorded
             .iter()
             .map(|(samples, cfg)| match &log {
@@ -1065,9 +1072,13 @@ fn record_cmd(args: RecordArgs) -> ExitCode {
                         .first()
                         .map_or(1970, |s| s.at.to_zoned(jiff::tz::TimeZone::UTC).year());
                     let syncs = record::syncs_from_log(text, year, samples);
-                    let rescales = record::rescales_from_log(text, year);
-                    let events = record::events_from_log(text, year);
-                    record::scenario_with_syncs(samples, cfg, &syncs, &rescales, Some(&events))
+                    let (rescales, events) = by_year.entry(year).or_insert_with(|| {
+                        (
+                            record::rescales_from_log(text, year),
+                            record::events_from_log(text, year),
+                        )
+                    });
+                    record::scenario_with_syncs(samples, cfg, &syncs, rescales, Some(events))
                 }
                 None => record::scenario(samples, cfg),
             })
